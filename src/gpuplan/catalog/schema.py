@@ -1,0 +1,104 @@
+"""Typed, frozen catalog records. Field names carry their unit; every number carries a source URL.
+
+A GPU file (``data/gpus/<id>.yaml``) is one :class:`GpuSpec`. ``sources`` maps each numeric field
+(dotted path, or a group such as ``dense_tflops`` that covers all its keys) to the URL it was read
+from; the validator refuses a number without a source. Prices live in ``data/prices.csv`` (one
+:class:`PriceEntry` per row) so that a user can override them without touching specs.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
+
+Vendor = Literal["NVIDIA", "AMD", "Intel"]
+Family = Literal["turing", "volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi"]
+LinkKind = Literal["nvlink", "nvlink-bridge", "xgmi", "pcie", "c2c"]
+PriceKind = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "purchase"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DenseTflops(_Frozen):
+    """Dense (no 2:4 sparsity) tensor-core peaks in TFLOPS (TOPS for int8). ``None`` = no such path."""
+
+    fp32: float = Field(gt=0, description="non-tensor FP32 vector peak")
+    tf32: float | None = Field(default=None, gt=0)
+    fp16: float = Field(gt=0, description="FP16 tensor peak with FP32 accumulate")
+    bf16: float | None = Field(default=None, gt=0)
+    fp8: float | None = Field(default=None, gt=0)
+    int8: float | None = Field(default=None, gt=0)
+    fp4: float | None = Field(default=None, gt=0)
+
+
+class Interconnect(_Frozen):
+    """GPU-to-GPU and host links. Bandwidths are bidirectional per GPU, bytes/s (NVIDIA's convention)."""
+
+    scale_up: LinkKind = Field(description="the fastest GPU-to-GPU link inside a node")
+    scale_up_bytes_per_s: float = Field(ge=0, description="bidirectional per-GPU scale-up bandwidth")
+    scale_up_domain_gpus: int = Field(ge=1, description="GPUs that share the scale-up fabric (8 for HGX)")
+    pcie_gen: int | None = Field(default=None, ge=3, le=6)
+    pcie_bytes_per_s: float | None = Field(default=None, gt=0, description="bidirectional x16")
+
+
+class MigProfile(_Frozen):
+    """One NVIDIA MIG instance profile (``1g.10gb`` …) and how many fit on one GPU."""
+
+    name: str
+    memory_bytes: float = Field(gt=0)
+    compute_fraction: float = Field(gt=0, le=1, description="share of the GPU's SMs (g / 7)")
+    max_instances: int = Field(ge=1)
+
+
+class GpuSpec(_Frozen):
+    """One accelerator SKU, in SI units."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.\-]*$")
+    vendor: Vendor
+    family: Family
+    architecture: str
+    launch_year: int = Field(ge=2015, le=2030)
+    form_factor: str
+    memory_bytes: float = Field(gt=0, description="vendor capacity in decimal bytes (80 GB = 80e9)")
+    memory_bandwidth_bytes_per_s: float = Field(gt=0)
+    dense_tflops: DenseTflops
+    interconnect: Interconnect
+    tdp_watts: float | None = Field(default=None, gt=0)
+    mig_profiles: tuple[MigProfile, ...] = ()
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    sources: dict[str, HttpUrl]
+
+    @model_validator(mode="after")
+    def _every_number_has_a_source(self) -> GpuSpec:
+        required = ["memory_bytes", "memory_bandwidth_bytes_per_s", "dense_tflops", "interconnect"]
+        if self.tdp_watts is not None:
+            required.append("tdp_watts")
+        if self.mig_profiles:
+            required.append("mig_profiles")
+        missing = [f for f in required if not any(k == f or k.startswith(f + ".") for k in self.sources)]
+        if missing:
+            raise ValueError(f"GPU {self.id}: no source URL for {', '.join(missing)} (add them under 'sources:')")
+        return self
+
+    def tflops(self, key: str) -> float | None:
+        """Dense peak for a compute key (``bf16``, ``fp8`` …); ``None`` when the GPU has no such path."""
+        value: float | None = getattr(self.dense_tflops, key, None)
+        return value
+
+
+class PriceEntry(_Frozen):
+    """One price observation: per GPU-hour for cloud kinds, per GPU for ``purchase``."""
+
+    gpu: str
+    kind: PriceKind
+    provider: str
+    usd: float = Field(gt=0)
+    as_of: date
+    source_url: HttpUrl
+    region: str = ""
+    notes: str = ""
