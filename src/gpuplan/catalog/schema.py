@@ -64,6 +64,14 @@ class GpuSpec(_Frozen):
     launch_year: int = Field(ge=2015, le=2030)
     form_factor: str
     memory_bytes: float = Field(gt=0, description="vendor capacity in decimal bytes (80 GB = 80e9)")
+    usable_memory_bytes: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "total memory the CUDA driver reports (torch.cuda.mem_get_info), when known. HBM sizes are "
+            "binary (an '80 GB' H100 has 80 GiB of HBM); GDDR6 data-centre cards lose 1/16 to ECC"
+        ),
+    )
     memory_bandwidth_bytes_per_s: float = Field(gt=0)
     dense_tflops: DenseTflops
     interconnect: Interconnect

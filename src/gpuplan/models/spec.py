@@ -28,6 +28,13 @@ class MoeSpec(_Frozen):
     num_shared_experts: int = Field(default=0, ge=0)
     shared_intermediate_size: int = Field(default=0, ge=0, description="total width of the shared experts")
     num_moe_layers: int = Field(ge=1, description="layers whose FFN is MoE (the rest are dense)")
+    latent_size: int | None = Field(
+        default=None, ge=1,
+        description="routed experts work in this width (Nemotron-3 LatentMoE: hidden→latent→hidden)",
+    )
+    expert_extra_params: int = Field(
+        default=0, ge=0, description="one routed expert's params outside its matrices (biases)"
+    )
 
 
 class MlaSpec(_Frozen):
@@ -60,6 +67,15 @@ class ModelSpec(_Frozen):
     num_kv_heads: int | None = Field(default=None, ge=1)
     head_dim: int | None = Field(default=None, ge=1)
     intermediate_size: int = Field(ge=1)
+    num_attention_layers: int | None = Field(
+        default=None, ge=0, description="layers with an attention mixer; None = num_layers (hybrids: fewer)"
+    )
+    num_dense_mlp_layers: int | None = Field(
+        default=None, ge=0, description="layers with a dense FFN; None = num_layers − moe.num_moe_layers"
+    )
+    embedding_dim: int | None = Field(
+        default=None, ge=1, description="token-embedding width when it differs from hidden_size (OPT)"
+    )
     mlp_kind: MlpKind
     attention: AttentionKind
     tie_word_embeddings: bool
@@ -82,5 +98,7 @@ class ParamCounts(_Frozen):
     active: int = Field(description="parameters used per token (MoE: shared + top_k experts)")
     embedding: int = Field(description="input embedding (+ learned positions)")
     lm_head: int = Field(description="output projection; 0 when tied to the embedding")
-    expert_params_per_expert_per_layer: int = Field(description="one routed expert in one MoE layer; 0 if dense")
+    expert_params_per_expert_per_layer: int = Field(
+        description="one routed expert in one MoE layer; 0 if dense"
+    )
     dense_non_embedding: int = Field(description="all params every token touches, minus embeddings/lm_head")

@@ -1,0 +1,56 @@
+"""The typer app and the error guard shared by every command: parse → one validated request → one core call → render.
+
+Exit codes: 0 ok, 1 user input error, 2 infeasible (nothing fits / meets the SLA), 3 data error,
+4 benchmark error. Errors print one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import typer
+from pydantic import ValidationError
+
+from gpuplan.catalog import Catalog, load_catalog
+from gpuplan.cli.render import error
+from gpuplan.errors import GpuplanError, UserInputError
+from gpuplan.scenario import describe_validation_error
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Which GPU, how many, at what cost, for this model and workload - and how sure are we.")
+
+Format = Literal["table", "json"]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table or json")]
+CatalogOpt = Annotated[list[Path] | None, typer.Option("--catalog", help="extra catalog YAML (GPUs, prices)")]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(fn: F) -> F:
+    """Turn gpuplan errors into one stderr line and the branch's exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GpuplanError as exc:
+            error(exc.one_line())
+            raise typer.Exit(exc.exit_code) from None
+        except ValidationError as exc:
+            error(describe_validation_error(exc))
+            raise typer.Exit(UserInputError.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def fmt(value: str) -> Format:
+    if value not in ("table", "json"):
+        raise UserInputError(f"--format {value!r} is not one of table, json")
+    return value  # type: ignore[return-value]
+
+
+def catalog_from(files: list[Path] | None) -> Catalog:
+    return load_catalog(extra_files=tuple(files or ()))
+

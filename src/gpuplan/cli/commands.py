@@ -1,0 +1,132 @@
+"""Command definitions: each parses flags into one validated object, makes one call, renders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuplan import service
+from gpuplan.cli import views
+from gpuplan.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.errors import UserInputError
+from gpuplan.models import list_models
+from gpuplan.perf.calibration import default_calibration
+from gpuplan.scenario import load_scenario, parse_scenario
+
+EXAMPLE_SCENARIO = """\
+# The README's question: Qwen2.5-32B to ~20 requests/s, 2k-token prompts, 300-token answers,
+# TTFT under 1 s and TPOT under 50 ms. Which GPU, how many, at what cost?
+model: Qwen/Qwen2.5-32B-Instruct
+workload: {input_tokens: 2048, output_tokens: 300, rate_rps: 20}
+sla: {ttft_ms: 1000, tpot_ms: 50}
+hardware: {max_gpus: 64}
+"""
+
+
+@app.command()
+@guarded
+def gpus(catalog: CatalogOpt = None, format: FormatOpt = "table") -> None:
+    """List the GPU catalog: memory, bandwidth, dense TFLOPS, links, power, price."""
+    views.gpus(catalog_from(catalog), fmt(format))
+
+
+@app.command()
+@guarded
+def models(format: FormatOpt = "table") -> None:
+    """List the bundled models with parameter counts and KV bytes per token."""
+    views.models(list_models(), fmt(format))
+
+
+@app.command("fit")
+@guarded
+def fit_cmd(
+    model: Annotated[str, typer.Option(help="HF id, bundled id or path to config.json")],
+    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    count: Annotated[int, typer.Option(min=1, help="GPUs in the replica")] = 1,
+    tp: Annotated[int | None, typer.Option(min=1, help="tensor parallel (default: count / pp)")] = None,
+    pp: Annotated[int, typer.Option(min=1)] = 1,
+    dtype: Annotated[str, typer.Option(help="weight dtype: bf16 fp16 fp8 int8 int4 nf4 fp4")] = "bf16",
+    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache dtype (default: follows weights)")] = None,
+    engine: Annotated[str, typer.Option(help="vllm trtllm sglang ...")] = "vllm",
+    context: Annotated[int | None, typer.Option(min=1, help="tokens per request (max_model_len)")] = None,
+    utilization: Annotated[float | None, typer.Option(help="gpu_memory_utilization")] = None,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Does it fit? Memory breakdown per GPU and the KV capacity left for requests."""
+    result = service.fit(model, gpu, catalog_from(catalog), count=count, tp=tp, pp=pp, weight_dtype=dtype,
+                         kv_dtype=kv_dtype, engine=engine, context_tokens=context, utilization=utilization)
+    views.fit(result, fmt(format))
+
+
+@app.command()
+@guarded
+def predict(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], catalog: CatalogOpt = None,
+            format: FormatOpt = "table") -> None:
+    """Latency, throughput and cost of one deployment on one workload."""
+    result = service.predict_from_scenario(load_scenario(scenario), catalog_from(catalog))
+    views.predict(result, fmt(format))
+
+
+@app.command()
+@guarded
+def recommend(
+    scenario: Annotated[Path | None, typer.Argument(help="scenario YAML (or use the flags)")] = None,
+    model: Annotated[str | None, typer.Option(help="HF id, bundled id or path to config.json")] = None,
+    input_tokens: Annotated[int | None, typer.Option(min=1, help="prompt tokens per request")] = None,
+    output_tokens: Annotated[int | None, typer.Option(min=1, help="generated tokens per request")] = None,
+    rate: Annotated[float | None, typer.Option(help="target requests/s")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="requests in flight")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit, ms")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit, ms")] = None,
+    gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
+    max_gpus: Annotated[int, typer.Option(min=1, help="most GPUs in a plan")] = 64,
+    dtypes: Annotated[str, typer.Option(help="weight dtypes to consider")] = "bf16,fp8,int4",
+    engine: Annotated[str, typer.Option()] = "vllm",
+    objective: Annotated[str, typer.Option(help="cost, latency or throughput")] = "cost",
+    budget: Annotated[float | None, typer.Option(help="max $/hour")] = None,
+    example: Annotated[bool, typer.Option(help="run the built-in example")] = False,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """The cheapest plan that meets the SLA, the runner-ups, and why not the others."""
+    if example:
+        sc = parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
+    elif scenario is not None:
+        sc = load_scenario(scenario)
+    else:
+        if not (model and input_tokens and output_tokens):
+            raise UserInputError("recommend needs a scenario file, --example, or --model, --input-tokens and "
+                                 "--output-tokens with --rate or --concurrency")
+        doc = {
+            "model": model, "engine": engine, "objective": objective,
+            "workload": {"input_tokens": input_tokens, "output_tokens": output_tokens, "rate_rps": rate,
+                         "concurrency": concurrency},
+            "sla": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms},
+            "hardware": {"gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
+                         "max_gpus": max_gpus},
+            "precision": {"allowed": [d.strip() for d in dtypes.split(",") if d.strip()]},
+            "prices": {"max_usd_per_hour": budget},
+        }
+        sc = service.scenario_from_mapping(doc)
+    views.recommendation(service.recommend_from_scenario(sc, catalog_from(catalog)), fmt(format))
+
+
+@app.command()
+@guarded
+def validate(
+    cases: Annotated[Path, typer.Argument(help="a validation CSV (inference, inference_memory, ...)")],
+    grades: Annotated[str, typer.Option(help="quality grades to include")] = "A,B",
+    fit_out: Annotated[Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")] = None,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Predict published measurements and report the error by metric and quality grade."""
+    chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
+    cat = catalog_from(catalog)
+    cal = default_calibration()
+    if fit_out is not None:
+        cal = service.refit(cases, cat, cal, grades=chosen, out=fit_out)
+    views.validation(service.validate(cases, cat, cal, grades=chosen), fmt(format))

@@ -1,0 +1,64 @@
+"""The only module that imports rich: tables and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def emit_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:
+    """Stable JSON on stdout (pydantic field names, no rich markup)."""
+    data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
+    sys.stdout.write(json.dumps(_finite(data), indent=2, allow_nan=False, default=str) + "\n")
+
+
+def _finite(data: Any) -> Any:
+    """JSON has no inf/nan: they become null (documented in docs/json.md)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(v) for v in data]
+    return data
+
+
+def error(message: str) -> None:
+    """One line on stderr, no traceback."""
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for c in columns:
+        t.add_column(c, justify="left" if c in ("id", "gpu", "model", "metric", "reason", "layout") else "right")
+    for r in rows:
+        t.add_row(*[_cell(v) for v in r])
+    console.print(t)
+
+
+def lines(items: Sequence[str], *, title: str | None = None) -> None:
+    if title:
+        console.print(f"[bold]{title}[/]")
+    for item in items:
+        console.print(f"  - {item}", highlight=False, markup=False)
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            return "-"
+        return f"{v:,.0f}" if abs(v) >= 100 else (f"{v:.2f}" if abs(v) >= 1 else f"{v:.3f}")
+    return str(v)

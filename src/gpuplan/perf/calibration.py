@@ -1,0 +1,89 @@
+"""Named efficiency factors that turn roofline peaks into achieved rates, with their provenance.
+
+Physical meaning, so that a factor fitted on one GPU transfers to another of the same family:
+
+* ``compute_efficiency[family]``: achieved fraction of the dense 16-bit tensor peak in large GEMMs
+  (prefill, big decode batches). ``low_precision_compute_scale`` multiplies it for FP8/INT8/FP4,
+  whose doubled peaks are harder to reach.
+* ``bandwidth_efficiency[family]``: achieved fraction of HBM/GDDR bandwidth when streaming weights
+  and KV cache (decode).
+* ``engine_efficiency[engine]``: the engine's kernels and scheduler relative to TensorRT-LLM (1.0).
+* ``step_overhead_s[engine]``: fixed host-side time per forward step (scheduling, sampling,
+  launch), which dominates small models at batch 1.
+* ``link_efficiency`` and ``allreduce_latency_s``: ring all-reduce bandwidth fraction and the
+  per-collective latency.
+
+The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuplan.errors import DataError
+
+DEFAULT_FAMILY = "default"
+
+
+class FitProvenance(BaseModel):
+    """How the factors were obtained, so a user can judge and repeat the fit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: str
+    data: str
+    rows: int = Field(ge=0)
+    command: str
+    fitted_on: str
+
+
+class Calibration(BaseModel):
+    """The efficiency factors the performance model reads (see module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    compute_efficiency: dict[str, float]
+    bandwidth_efficiency: dict[str, float]
+    low_precision_compute_scale: float = Field(gt=0, le=1.5)
+    engine_efficiency: dict[str, float]
+    step_overhead_s: dict[str, float]
+    link_efficiency: float = Field(gt=0, le=1)
+    allreduce_latency_s: float = Field(ge=0)
+    provenance: FitProvenance
+
+    def compute(self, family: str) -> float:
+        return self.compute_efficiency.get(family, self.compute_efficiency[DEFAULT_FAMILY])
+
+    def bandwidth(self, family: str) -> float:
+        return self.bandwidth_efficiency.get(family, self.bandwidth_efficiency[DEFAULT_FAMILY])
+
+    def engine(self, name: str) -> float:
+        return self.engine_efficiency.get(name, self.engine_efficiency[DEFAULT_FAMILY])
+
+    def overhead(self, name: str) -> float:
+        return self.step_overhead_s.get(name, self.step_overhead_s[DEFAULT_FAMILY])
+
+
+@lru_cache(maxsize=1)
+def default_calibration() -> Calibration:
+    """The bundled factors (read once, on first use)."""
+    text = resources.files("gpuplan.perf").joinpath("data/calibration.yaml").read_text(encoding="utf-8")
+    return parse_calibration(yaml.safe_load(text), origin="bundled calibration.yaml")
+
+
+def parse_calibration(data: object, *, origin: str) -> Calibration:
+    """Validate a calibration mapping; DataError names the file and the field."""
+    try:
+        cal = Calibration.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise DataError(f"{origin}: {where}: {first['msg']}") from None
+    for name in ("compute_efficiency", "bandwidth_efficiency", "engine_efficiency", "step_overhead_s"):
+        if DEFAULT_FAMILY not in getattr(cal, name):
+            raise DataError(f"{origin}: {name} needs a '{DEFAULT_FAMILY}' entry")
+    return cal

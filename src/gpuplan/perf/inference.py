@@ -1,0 +1,188 @@
+"""Steady-state serving predictions for the scenario kinds of the validation data.
+
+* ``single``: one request at a time (batch 1). TTFT = prefill of the prompt; TPOT = decode step
+  at batch 1 and the mean context; tokens/s = output / E2E (decode rate when no prompt is given).
+* ``static_batch``: B identical requests prefilled together, then decoded together.
+* ``concurrency``: a closed loop of C requests with continuous batching. N = min(C, KV capacity,
+  max_num_seqs) run at once; one cycle in which each of them is prefilled and decoded lasts
+  ``T = N · t_prefill(prompt) + output · t_decode(N, mean context)``, so throughput is N·output/T,
+  TPOT = T/output (every running request waits for its peers' prefills), and requests beyond N queue
+  for (C − N)/N cycles (Little's law).
+* ``offline``: the same cycle with N at the engine's limit (all requests available at once).
+
+Prefill runs in chunks of the engine's max batched tokens, so a prompt's prefill costs its share
+of a full chunk (weights read once per chunk).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.errors import InfeasibleError
+from gpuplan.models import arith
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.calibration import Calibration, default_calibration
+from gpuplan.perf.engines import batching_limits, get_engine
+from gpuplan.perf.layout import Layout
+from gpuplan.perf.memory import InferenceMemory, inference_memory
+from gpuplan.perf.roofline import StepModel
+from gpuplan.units import GIB
+
+Scenario = Literal["offline", "concurrency", "single", "static_batch"]
+
+
+class InferenceWorkload(BaseModel):
+    """What the replicas are asked to do."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: Scenario = "concurrency"
+    input_tokens: int = Field(default=0, ge=0, le=10_000_000)
+    output_tokens: int = Field(ge=1, le=10_000_000)
+    concurrency: float | None = Field(default=None, ge=1, le=1e7, description="requests in flight")
+    batch_size: float | None = Field(default=None, ge=1, le=1e7, description="static batch size")
+
+
+class InferencePrediction(BaseModel):
+    """Predicted latency and throughput of a whole deployment (all replicas)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    requests_per_s: float
+    running_per_replica: float
+    num_gpus: int
+    memory: InferenceMemory
+    bound: Literal["memory", "compute"]
+
+
+@dataclass(frozen=True)
+class ReplicaModel:
+    """One replica's memory and step model, built once and queried at many loads (search, bisection)."""
+
+    step: StepModel
+    memory: InferenceMemory
+
+    @classmethod
+    def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, *, context_tokens: int,
+              cal: Calibration | None = None) -> ReplicaModel:
+        """InfeasibleError (with the per-GPU need) when one ``context_tokens`` request cannot fit."""
+        cal = cal or default_calibration()
+        mem = inference_memory(model, gpu, layout, max_model_len=max(context_tokens, 1))
+        if not mem.fits:
+            need = (mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes) / GIB
+            raise InfeasibleError(
+                f"{model.id} does not fit on {layout.tp * layout.pp}x{gpu.id} ({layout.weight_dtype}): needs "
+                f"{need:.1f} GiB per GPU before KV cache, budget {mem.budget_bytes / GIB:.1f} GiB",
+                hint="raise tp/pp, use a smaller weight dtype or a larger GPU",
+            )
+        return cls(step=StepModel.build(model, gpu, layout, cal), memory=mem)
+
+    def capacity(self, workload: InferenceWorkload) -> float:
+        """Most requests one replica runs at once for this workload (KV and engine limits)."""
+        return _capacity(self.step, self.memory, workload)
+
+    def run(self, workload: InferenceWorkload) -> tuple[float, float, float, float]:
+        """(TTFT s, TPOT s, output tokens/s of this replica, requests running) for a per-replica workload."""
+        return _SCENARIOS[workload.scenario](self.step, self.memory, workload)
+
+
+def predict_inference(
+    model: ModelSpec, gpu: GpuSpec, layout: Layout, workload: InferenceWorkload, *, cal: Calibration | None = None,
+) -> InferencePrediction:
+    """Predict a scenario on ``layout.replicas`` replicas; InfeasibleError if one request cannot fit.
+
+    ``concurrency`` and ``batch_size`` are system-wide and split evenly over the replicas.
+    """
+    context = workload.input_tokens + workload.output_tokens
+    replica = ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal)
+    share = workload.model_copy(update={
+        "concurrency": None if workload.concurrency is None else max(workload.concurrency / layout.replicas, 1.0),
+        "batch_size": None if workload.batch_size is None else max(workload.batch_size / layout.replicas, 1.0),
+    })
+    ttft, tpot, tokens_per_s, running = replica.run(share)
+    total = tokens_per_s * layout.replicas
+    e2e = ttft + max(workload.output_tokens - 1, 0) * tpot
+    return InferencePrediction(
+        ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, output_tokens_per_s=total,
+        output_tokens_per_s_per_gpu=total / layout.num_gpus, requests_per_s=total / workload.output_tokens,
+        running_per_replica=running, num_gpus=layout.num_gpus, memory=replica.memory,
+        bound=decode_bound(replica.step, running),
+    )
+
+
+def _mean_context(w: InferenceWorkload) -> float:
+    return w.input_tokens + w.output_tokens / 2.0
+
+
+def _capacity(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> float:
+    """Sequences one replica can run at once: KV capacity and the engine's max_num_seqs."""
+    engine = get_engine(step.layout.engine)
+    max_seqs, _ = batching_limits(engine, usable_gib=mem.usable_bytes / GIB, gpu_id=step.gpu.id)
+    per_request = w.input_tokens + (w.output_tokens if engine.kv_reservation == "full" else w.output_tokens / 2)
+    by_kv = mem.max_concurrency * mem.max_model_len / max(per_request, 1.0)
+    return max(min(float(max_seqs), by_kv), 1.0)
+
+
+def _prefill_share_s(step: StepModel, mem: InferenceMemory, w: InferenceWorkload, running: float) -> float:
+    """Prefill time of one prompt when prompts are packed into chunks of max batched tokens."""
+    if w.input_tokens == 0:
+        return 0.0
+    engine = get_engine(step.layout.engine)
+    _, chunk = batching_limits(engine, usable_gib=mem.usable_bytes / GIB, gpu_id=step.gpu.id)
+    tokens = min(float(chunk), max(running * w.input_tokens, float(w.input_tokens)))
+    return step.prefill_s(tokens=tokens, prompt_tokens=w.input_tokens) * w.input_tokens / tokens
+
+
+def _single(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+    ttft = step.prefill_s(tokens=w.input_tokens, prompt_tokens=w.input_tokens) if w.input_tokens else 0.0
+    tpot = step.decode_s(batch=1, context=_mean_context(w))
+    e2e = ttft + max(w.output_tokens - 1, 0) * tpot
+    rate = 1.0 / tpot if w.input_tokens == 0 else w.output_tokens / max(e2e, 1e-12)
+    return ttft, tpot, rate, 1.0
+
+
+def _static(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+    batch = float(w.batch_size or 1)
+    ttft = step.prefill_s(tokens=batch * max(w.input_tokens, 1), prompt_tokens=max(w.input_tokens, 1))
+    tpot = step.decode_s(batch=batch, context=_mean_context(w))
+    e2e = ttft + max(w.output_tokens - 1, 0) * tpot
+    return ttft, tpot, batch * w.output_tokens / e2e, batch
+
+
+def _cycle(step: StepModel, mem: InferenceMemory, w: InferenceWorkload, want: float) -> tuple[float, float, float, float]:
+    running = min(want, _capacity(step, mem, w))
+    prefill = _prefill_share_s(step, mem, w, running)
+    cycle = running * prefill + w.output_tokens * step.decode_s(batch=running, context=_mean_context(w))
+    tpot = cycle / w.output_tokens
+    queued_cycles = max(want - running, 0.0) / running
+    ttft = prefill + 0.5 * tpot + queued_cycles * cycle
+    return ttft, tpot, running * w.output_tokens / cycle, running
+
+
+def _concurrency(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+    return _cycle(step, mem, w, float(w.concurrency or 1))
+
+
+def _offline(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+    return _cycle(step, mem, w, math.inf)
+
+
+_SCENARIOS = {"single": _single, "static_batch": _static, "concurrency": _concurrency, "offline": _offline}
+
+
+def decode_bound(step: StepModel, running: float) -> Literal["memory", "compute"]:
+    """Which roofline limits the decode step's GEMMs at this batch (for explanations)."""
+    flops = running * arith.matmul_flops_per_token(step.model) / (step.layout.tp * step.layout.pp)
+    t_compute = flops / step.gemm_flops_per_s
+    t_memory = step.dense_weight_bytes / step.bytes_per_s
+    return "compute" if t_compute > t_memory else "memory"

@@ -1,0 +1,73 @@
+"""A deployment layout (GPU × TP × PP × EP × replicas, dtypes, engine) and its feasibility rules.
+
+Rules (Megatron-LM / vLLM): TP must divide the attention heads (query heads; KV heads are split
+when TP divides them, replicated otherwise, as vLLM does for GQA with TP > KV heads); PP must not
+exceed the layer count; EP must divide the routed experts and is drawn from the TP×DP ranks.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.dtypes import get_dtype
+from gpuplan.errors import UserInputError
+from gpuplan.models.spec import ModelSpec
+
+
+class Layout(BaseModel):
+    """How one model replica is spread over GPUs, and how many replicas run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tp: int = Field(default=1, ge=1, le=1024)
+    pp: int = Field(default=1, ge=1, le=1024)
+    ep: int = Field(default=1, ge=1, le=1024, description="expert-parallel degree (1 = experts split by TP)")
+    replicas: int = Field(default=1, ge=1, le=100_000)
+    weight_dtype: str = "bf16"
+    kv_dtype: str | None = Field(default=None, description="None = same as the 16-bit compute dtype")
+    engine: str = "vllm"
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def num_gpus(self) -> int:
+        return self.gpus_per_replica * self.replicas
+
+    @property
+    def resolved_kv_dtype(self) -> str:
+        """KV dtype: explicit, else fp8 for fp8/fp4 weights (engines pair them), else 16-bit."""
+        if self.kv_dtype:
+            return get_dtype(self.kv_dtype).name
+        weight = get_dtype(self.weight_dtype).name
+        return weight if weight == "fp8" else ("fp32" if weight == "fp32" else "bf16")
+
+
+def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
+    """Raise UserInputError naming the rule a layout breaks; return None when it is valid."""
+    get_dtype(layout.weight_dtype)
+    heads = model.num_attention_heads
+    if heads is not None and heads % layout.tp != 0:
+        divisors = [d for d in range(1, heads + 1) if heads % d == 0 and d <= 64]
+        raise UserInputError(
+            f"tp={layout.tp} does not divide {model.id}'s {heads} attention heads",
+            hint=f"use tp in {divisors}",
+        )
+    if layout.pp > model.num_layers:
+        raise UserInputError(f"pp={layout.pp} exceeds {model.id}'s {model.num_layers} layers")
+    if layout.ep > 1:
+        if model.moe is None:
+            raise UserInputError(f"ep={layout.ep} but {model.id} is not a mixture-of-experts model", hint="use ep=1")
+        if model.moe.num_experts % layout.ep != 0:
+            raise UserInputError(f"ep={layout.ep} does not divide {model.id}'s {model.moe.num_experts} experts")
+        if layout.ep > layout.tp * layout.replicas:
+            raise UserInputError(f"ep={layout.ep} exceeds the tp x replicas ranks ({layout.tp * layout.replicas})")
+    domain = gpu.interconnect.scale_up_domain_gpus
+    if layout.tp > max(domain, 8) and layout.tp > 1:
+        raise UserInputError(
+            f"tp={layout.tp} spans more than one {gpu.id} node ({max(domain, 8)} GPUs)",
+            hint="keep TP inside a node and use pp or replicas across nodes",
+        )

@@ -1,0 +1,137 @@
+"""Per-step time of one model replica: GEMMs, attention and TP communication, each a roofline.
+
+A forward step is a sequence of kernels; each is bound by either math or memory, so the step time
+is the sum over kernel classes of max(bytes / achieved bandwidth, FLOPs / achieved peak) (Williams
+et al. 2009, "Roofline"), plus collectives and a fixed host overhead:
+
+    t_step = max(W / (BW·η_bw), F_gemm / (P·η_c))          weights stream once per step
+           + max(KV / (BW·η_bw), F_attn / (P16·η_c))        attention reads each sequence's KV
+           + n_allreduce · (α + 2(tp−1)/tp · msg / (link·η_link))   ring all-reduce (Patarasuk 2009)
+           + overhead
+
+Pipeline parallelism splits the layers over ``pp`` stages; a token crosses all stages, so the
+latency of one step is ``pp`` stage times while ``pp`` micro-batches keep every stage busy.
+MoE layers read only the experts that the batch routes to: E·(1 − (1 − k/E)^B) of E experts for
+B tokens with uniform top-k routing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.dtypes import get_dtype
+from gpuplan.models import arith
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.calibration import Calibration
+from gpuplan.perf.layout import Layout
+from gpuplan.perf.memory import kv_bytes_for_sequence_per_gpu, weight_bytes_per_gpu
+from gpuplan.units import TFLOPS
+
+LOW_PRECISION_KEYS = frozenset({"fp8", "int8", "fp4"})
+ALLREDUCES_PER_LAYER = 2
+"""Megatron TP: one all-reduce after attention, one after the MLP (Shoeybi et al. 2019, §3)."""
+
+
+def compute_peak_flops(gpu: GpuSpec, weight_dtype: str) -> tuple[float, bool]:
+    """Dense peak (FLOP/s) of the GEMM path for ``weight_dtype`` and whether it is a low-precision path."""
+    dtype = get_dtype(weight_dtype)
+    for key in (dtype.compute_key, dtype.fallback_compute_key, "fp16"):
+        value = gpu.tflops(key)
+        if value is not None:
+            return value * TFLOPS, key in LOW_PRECISION_KEYS
+    return gpu.dense_tflops.fp32 * TFLOPS, False
+
+
+def sixteen_bit_peak_flops(gpu: GpuSpec) -> float:
+    """Dense 16-bit tensor peak: attention (softmax(QK^T)V) runs in 16 bits in every engine here."""
+    return (gpu.tflops("bf16") or gpu.dense_tflops.fp16) * TFLOPS
+
+
+def link_bytes_per_s(gpu: GpuSpec, tp: int) -> float:
+    """One-direction bandwidth for TP traffic: NVLink/xGMI inside its domain, else PCIe."""
+    ic = gpu.interconnect
+    if tp <= ic.scale_up_domain_gpus and ic.scale_up_bytes_per_s > 0:
+        return ic.scale_up_bytes_per_s / 2
+    return (ic.pcie_bytes_per_s or 32e9) / 2
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Precomputed per-replica quantities; ``decode_s`` and ``prefill_s`` are cheap to call."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    layout: Layout
+    gemm_flops_per_s: float
+    attn_flops_per_s: float
+    bytes_per_s: float
+    dense_weight_bytes: float
+    routed_weight_bytes: float
+    kv_dtype: str
+    allreduce_s_per_byte: float
+    allreduce_latency_s: float
+    overhead_s: float
+
+    @classmethod
+    def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, cal: Calibration) -> StepModel:
+        peak, low = compute_peak_flops(gpu, layout.weight_dtype)
+        eng = cal.engine(layout.engine)
+        eta_c = cal.compute(gpu.family) * eng * (cal.low_precision_compute_scale if low else 1.0)
+        weights = weight_bytes_per_gpu(model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp,
+                                       ep=layout.ep)
+        tp = layout.tp
+        ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
+        link = link_bytes_per_s(gpu, tp) * cal.link_efficiency
+        return cls(
+            model=model, gpu=gpu, layout=layout,
+            gemm_flops_per_s=peak * eta_c,
+            attn_flops_per_s=sixteen_bit_peak_flops(gpu) * cal.compute(gpu.family) * eng,
+            bytes_per_s=gpu.memory_bandwidth_bytes_per_s * cal.bandwidth(gpu.family) * eng,
+            dense_weight_bytes=weights.dense_linear + weights.embeddings,
+            routed_weight_bytes=weights.routed_experts,
+            kv_dtype=layout.resolved_kv_dtype,
+            allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
+            allreduce_latency_s=cal.allreduce_latency_s if tp > 1 else 0.0,
+            overhead_s=cal.overhead(layout.engine),
+        )
+
+    def _weights_read(self, tokens: float) -> float:
+        moe = self.model.moe
+        if moe is None or self.routed_weight_bytes == 0:
+            return self.dense_weight_bytes
+        touched = 1.0 - (1.0 - moe.top_k / moe.num_experts) ** max(tokens, 1.0)
+        return self.dense_weight_bytes + self.routed_weight_bytes * touched
+
+    def _comm_s(self, tokens: float) -> float:
+        layers = self.model.num_layers / self.layout.pp
+        msg = tokens * self.model.hidden_size * 2.0
+        return ALLREDUCES_PER_LAYER * layers * (self.allreduce_latency_s + msg * self.allreduce_s_per_byte)
+
+    def _stage_s(self, *, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float) -> float:
+        shards = self.layout.tp * self.layout.pp
+        gemm = max(self._weights_read(tokens) / self.bytes_per_s, gemm_flops / shards / self.gemm_flops_per_s)
+        attn = max(kv_bytes / self.bytes_per_s, attn_flops / shards / self.attn_flops_per_s)
+        return gemm + attn + self._comm_s(tokens)
+
+    def decode_s(self, *, batch: float, context: float) -> float:
+        """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token."""
+        pp = self.layout.pp
+        micro = max(batch / pp, 1.0)
+        kv = micro * kv_bytes_for_sequence_per_gpu(self.model, tokens=max(int(context), 1), kv_dtype=self.kv_dtype,
+                                                   tp=self.layout.tp, pp=pp)
+        stage = self._stage_s(
+            tokens=micro,
+            gemm_flops=micro * arith.matmul_flops_per_token(self.model),
+            attn_flops=micro * arith.attention_flops_per_token(self.model, context_tokens=context),
+            kv_bytes=kv,
+        )
+        return pp * stage + self.overhead_s
+
+    def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
+        """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
+        prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
+        total = prompts * arith.prefill_flops(self.model, prompt_tokens=max(int(prompt_tokens), 1))
+        gemm = tokens * arith.matmul_flops_per_token(self.model)
+        stage = self._stage_s(tokens=tokens, gemm_flops=gemm, attn_flops=max(total - gemm, 0.0), kv_bytes=0.0)
+        return self.layout.pp * stage + self.overhead_s

@@ -1,0 +1,109 @@
+"""The validated input and output objects of ``recommend`` (shared by CLI, web and scenario files)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gpuplan.catalog.schema import GpuSpec
+
+Objective = Literal["cost", "latency", "throughput"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Sla(_Frozen):
+    """Latency limits a plan must meet (steady-state means; see docs/metrics.md)."""
+
+    ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    tpot_ms: float | None = Field(default=None, gt=0, le=600_000)
+
+
+class ServingTarget(_Frozen):
+    """The load: a request rate (open loop) or a number of requests in flight (closed loop)."""
+
+    input_tokens: int = Field(ge=1, le=10_000_000)
+    output_tokens: int = Field(ge=1, le=10_000_000)
+    rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+
+    @model_validator(mode="after")
+    def _one_load(self) -> ServingTarget:
+        if (self.rate_rps is None) == (self.concurrency is None):
+            raise ValueError("give exactly one of rate_rps (requests/s) or concurrency (requests in flight)")
+        return self
+
+
+class SearchSpace(_Frozen):
+    """What the search may choose from."""
+
+    weight_dtypes: tuple[str, ...] = ("bf16", "fp8", "int4")
+    max_gpus: int = Field(default=64, ge=1, le=4096)
+    tp_options: tuple[int, ...] = (1, 2, 4, 8)
+    pp_options: tuple[int, ...] = (1, 2, 4, 8)
+    engine: str = "vllm"
+    max_usd_per_hour: float | None = Field(default=None, gt=0)
+    headroom: float = Field(default=0.85, gt=0, le=1,
+                            description="run replicas at most at this share of their SLA-limited throughput")
+
+
+class GpuOffer(_Frozen):
+    """A GPU and what one GPU-hour of it costs (resolved from the catalog by the caller)."""
+
+    gpu: GpuSpec
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0)
+    price_source: str = ""
+    purchase_usd: float | None = Field(default=None, gt=0)
+
+
+class MemoryBreakdownGib(_Frozen):
+    weights: float
+    kv_cache: float
+    activation: float
+    overhead: float
+    total: float
+    capacity: float
+
+
+class Plan(_Frozen):
+    """One ranked answer: the JSON contract of ``recommend --format json`` (docs/recommend.md)."""
+
+    gpu: str
+    count: int
+    tp: int
+    pp: int
+    replicas: int
+    weight_dtype: str
+    kv_dtype: str
+    concurrency_per_replica: float
+    ttft_ms: float
+    tpot_ms: float
+    output_tokens_per_s: float
+    requests_per_s: float
+    usd_per_hour: float | None
+    usd_per_month: float | None
+    usd_per_million_output_tokens: float | None
+    memory_per_gpu_gib: float
+    memory_breakdown_gib: MemoryBreakdownGib
+    bound: str
+    price_source: str
+
+
+class Rejection(_Frozen):
+    """Why a GPU type produced no plan, in words and numbers."""
+
+    gpu: str
+    reason: str
+    kind: Literal["memory", "latency", "count", "budget", "price", "layout"]
+
+
+class Recommendation(_Frozen):
+    model: str
+    objective: Objective
+    plans: list[Plan]
+    rejected: list[Rejection]
+    explanation: list[str]
+    assumptions: list[str]

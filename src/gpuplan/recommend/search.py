@@ -1,0 +1,210 @@
+"""Enumerate GPU × dtype × TP × PP layouts, size the replicas for the load under the SLA, rank.
+
+Stages (SkyPilot-style candidate → evaluate → select):
+
+1. candidates: every allowed dtype, TP that divides the heads and stays inside the scale-up domain,
+   PP, with tp·pp ≤ max_gpus;
+2. evaluate: fit in memory → unloaded latency meets the SLA → the largest per-replica concurrency
+   that still meets it (bisection; latency grows with load) → replicas for the target load, with a
+   headroom so replicas do not run at the edge where tail latency explodes → cost;
+3. select: rank by the objective; keep, per GPU type, the reason its best attempt failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.cost import monthly_usd, usd_per_million_tokens
+from gpuplan.errors import GpuplanError, InfeasibleError
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.calibration import Calibration, default_calibration
+from gpuplan.perf.inference import InferenceWorkload, ReplicaModel, decode_bound
+from gpuplan.perf.layout import Layout, check_layout
+from gpuplan.recommend.request import (
+    GpuOffer,
+    MemoryBreakdownGib,
+    Objective,
+    Plan,
+    Rejection,
+    SearchSpace,
+    ServingTarget,
+    Sla,
+)
+from gpuplan.units import GIB, MS_PER_S
+
+BISECTION_STEPS = 12
+"""Concurrency bisection steps: 2^12 covers engines' max_num_seqs (≤ 2048) to one request."""
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A candidate that failed, with how far off it was (for ranking the 'nearest misses')."""
+
+    rejection: Rejection
+    distance: float
+
+
+def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Iterator[Layout]:
+    """Valid layouts for one GPU type, smallest first."""
+    for dtype in space.weight_dtypes:
+        for tp in space.tp_options:
+            for pp in space.pp_options:
+                if tp * pp > space.max_gpus:
+                    continue
+                layout = Layout(tp=tp, pp=pp, weight_dtype=dtype, engine=space.engine)
+                try:
+                    check_layout(model, gpu, layout)
+                except GpuplanError:
+                    continue
+                yield layout
+
+
+def _meets(sla: Sla, ttft_s: float, tpot_s: float) -> bool:
+    return (sla.ttft_ms is None or ttft_s * MS_PER_S <= sla.ttft_ms) and (
+        sla.tpot_ms is None or tpot_s * MS_PER_S <= sla.tpot_ms)
+
+
+def _workload(target: ServingTarget, concurrency: float) -> InferenceWorkload:
+    return InferenceWorkload(scenario="concurrency", input_tokens=target.input_tokens,
+                             output_tokens=target.output_tokens, concurrency=max(concurrency, 1.0))
+
+
+def max_concurrency_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -> float:
+    """Largest per-replica concurrency whose TTFT/TPOT meet the SLA (0 if even one request misses)."""
+    cap = replica.capacity(_workload(target, 1.0))
+    ttft, tpot, _, _ = replica.run(_workload(target, 1.0))
+    if not _meets(sla, ttft, tpot):
+        return 0.0
+    ttft, tpot, _, _ = replica.run(_workload(target, cap))
+    if _meets(sla, ttft, tpot):
+        return cap
+    lo, hi = 1.0, cap
+    for _ in range(BISECTION_STEPS):
+        mid = math.floor((lo + hi) / 2)
+        if mid <= lo:
+            break
+        ttft, tpot, _, _ = replica.run(_workload(target, mid))
+        lo, hi = (float(mid), hi) if _meets(sla, ttft, tpot) else (lo, float(mid))
+    return lo
+
+
+def _replicas_needed(replica: ReplicaModel, target: ServingTarget, n_max: float, headroom: float) -> int:
+    if target.concurrency is not None:
+        return math.ceil(target.concurrency / max(math.floor(n_max * headroom), 1))
+    _, _, tok_s, _ = replica.run(_workload(target, n_max))
+    rps = tok_s / target.output_tokens * headroom
+    return math.ceil((target.rate_rps or 0.0) / rps)
+
+
+def _load_per_replica(replica: ReplicaModel, target: ServingTarget, replicas: int, n_max: float) -> float:
+    """Concurrency each replica actually carries at the target load."""
+    if target.concurrency is not None:
+        return target.concurrency / replicas
+    want_rps = (target.rate_rps or 0.0) / replicas
+    lo, hi = 1.0, n_max
+    for _ in range(BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        _, _, tok_s, _ = replica.run(_workload(target, mid))
+        lo, hi = (mid, hi) if tok_s / target.output_tokens < want_rps else (lo, mid)
+    return hi
+
+
+def evaluate(model: ModelSpec, offer: GpuOffer, layout: Layout, target: ServingTarget, sla: Sla,
+             space: SearchSpace, cal: Calibration) -> Plan | Miss:
+    """Size and price one layout, or say why it cannot serve the target."""
+    gpu = offer.gpu
+    try:
+        replica = ReplicaModel.build(model, gpu, layout, context_tokens=target.input_tokens + target.output_tokens,
+                                     cal=cal)
+    except InfeasibleError as exc:
+        return Miss(Rejection(gpu=gpu.id, kind="memory", reason=exc.message), 3.0)
+    n_max = max_concurrency_under_sla(replica, target, sla)
+    if n_max < 1:
+        ttft, tpot, _, _ = replica.run(_workload(target, 1.0))
+        return Miss(Rejection(gpu=gpu.id, kind="latency", reason=_latency_reason(sla, ttft, tpot, layout)),
+                    2.0 + _sla_excess(sla, ttft, tpot))
+    replicas = _replicas_needed(replica, target, n_max, space.headroom)
+    count = replicas * layout.gpus_per_replica
+    if count > space.max_gpus:
+        return Miss(Rejection(gpu=gpu.id, kind="count", reason=(
+            f"needs {count} GPUs ({replicas} replicas of tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}) "
+            f"> max {space.max_gpus}")), 1.0 + count / space.max_gpus)
+    return _plan(replica, offer, layout.model_copy(update={"replicas": replicas}), target,
+                 _load_per_replica(replica, target, replicas, n_max))
+
+
+def _plan(replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: ServingTarget, load: float) -> Plan:
+    ttft, tpot, tok_s, running = replica.run(_workload(target, load))
+    total_tok_s = tok_s * layout.replicas
+    mem = replica.memory
+    used_kv = min(running * (target.input_tokens + target.output_tokens) * mem.kv_bytes_per_token, mem.kv_pool_bytes)
+    per_hour = offer.usd_per_gpu_hour * layout.num_gpus if offer.usd_per_gpu_hour else None
+    breakdown = MemoryBreakdownGib(
+        weights=mem.weights_bytes / GIB, kv_cache=mem.kv_pool_bytes / GIB, activation=mem.activation_bytes / GIB,
+        overhead=mem.overhead_bytes / GIB,
+        total=(mem.weights_bytes + mem.kv_pool_bytes + mem.activation_bytes + mem.overhead_bytes) / GIB,
+        capacity=mem.usable_bytes / GIB)
+    return Plan(
+        gpu=offer.gpu.id, count=layout.num_gpus, tp=layout.tp, pp=layout.pp, replicas=layout.replicas,
+        weight_dtype=layout.weight_dtype, kv_dtype=layout.resolved_kv_dtype, concurrency_per_replica=running,
+        ttft_ms=ttft * MS_PER_S, tpot_ms=tpot * MS_PER_S, output_tokens_per_s=total_tok_s,
+        requests_per_s=total_tok_s / target.output_tokens, usd_per_hour=per_hour,
+        usd_per_month=monthly_usd(usd_per_hour=per_hour) if per_hour else None,
+        usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=total_tok_s)
+        if per_hour else None,
+        memory_per_gpu_gib=(mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv / layout.tp) / GIB,
+        memory_breakdown_gib=breakdown, bound=decode_bound(replica.step, running), price_source=offer.price_source,
+    )
+
+
+def _latency_reason(sla: Sla, ttft_s: float, tpot_s: float, layout: Layout) -> str:
+    parts = []
+    if sla.ttft_ms is not None and ttft_s * MS_PER_S > sla.ttft_ms:
+        parts.append(f"TTFT {ttft_s * MS_PER_S:.0f} ms > {sla.ttft_ms:.0f} ms")
+    if sla.tpot_ms is not None and tpot_s * MS_PER_S > sla.tpot_ms:
+        parts.append(f"TPOT {tpot_s * MS_PER_S:.1f} ms > {sla.tpot_ms:.0f} ms")
+    return (" and ".join(parts) + f" even with one request (best layout tp={layout.tp} pp={layout.pp}, "
+            f"{layout.weight_dtype})")
+
+
+def _sla_excess(sla: Sla, ttft_s: float, tpot_s: float) -> float:
+    ratios = [0.0]
+    if sla.ttft_ms:
+        ratios.append(ttft_s * MS_PER_S / sla.ttft_ms - 1)
+    if sla.tpot_ms:
+        ratios.append(tpot_s * MS_PER_S / sla.tpot_ms - 1)
+    return max(ratios)
+
+
+def search(model: ModelSpec, offers: Sequence[GpuOffer], target: ServingTarget, sla: Sla, space: SearchSpace,
+           *, cal: Calibration | None = None) -> tuple[list[Plan], dict[str, list[Miss]]]:
+    """All feasible plans (unranked) and, per GPU type, the misses."""
+    cal = cal or default_calibration()
+    plans: list[Plan] = []
+    misses: dict[str, list[Miss]] = {}
+    for offer in offers:
+        layouts = list(candidate_layouts(model, offer.gpu, space))
+        if not layouts:
+            misses.setdefault(offer.gpu.id, []).append(Miss(Rejection(
+                gpu=offer.gpu.id, kind="layout", reason="no TP/PP layout divides the model's heads within the limits"),
+                4.0))
+        for layout in layouts:
+            result = evaluate(model, offer, layout, target, sla, space, cal)
+            if isinstance(result, Plan):
+                plans.append(result)
+            else:
+                misses.setdefault(offer.gpu.id, []).append(result)
+    return plans, misses
+
+
+def rank(plans: Sequence[Plan], objective: Objective) -> list[Plan]:
+    """Best first: cheapest (ties: faster), lowest TPOT, or highest throughput per dollar."""
+    if objective == "latency":
+        return sorted(plans, key=lambda p: (p.tpot_ms, p.ttft_ms, p.usd_per_hour or math.inf))
+    if objective == "throughput":
+        return sorted(plans, key=lambda p: (-(p.output_tokens_per_s / (p.usd_per_hour or math.inf)), p.count))
+    return sorted(plans, key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf, p.count,
+                                        p.tpot_ms))

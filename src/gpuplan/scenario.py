@@ -1,0 +1,115 @@
+"""Scenario files: one YAML document → one validated object (model, hardware, workload, SLA, prices).
+
+A scenario for ``predict`` names one deployment; one for ``recommend`` names the search space
+instead (``hardware.gpus`` / ``max_gpus``). Errors name the file, the line (YAML syntax) or the
+field path (schema), and the rule, on one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuplan.errors import FileFormatError
+from gpuplan.perf.inference import Scenario as ScenarioKind
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class HardwareSection(_Frozen):
+    gpu: str | None = Field(default=None, description="one GPU id for predict / fit")
+    count: int = Field(default=1, ge=1, le=100_000)
+    gpus: list[str] | None = Field(default=None, description="GPU ids the recommend search may use (all if absent)")
+    max_gpus: int = Field(default=64, ge=1, le=4096)
+
+
+class ParallelismSection(_Frozen):
+    tp: int | None = Field(default=None, ge=1, le=1024)
+    pp: int = Field(default=1, ge=1, le=1024)
+    ep: int = Field(default=1, ge=1, le=1024)
+
+
+class PrecisionSection(_Frozen):
+    weights: str = "bf16"
+    kv_cache: str | None = None
+    allowed: list[str] | None = Field(default=None, description="weight dtypes recommend may choose")
+
+
+class WorkloadSection(_Frozen):
+    scenario: ScenarioKind = "concurrency"
+    input_tokens: int = Field(ge=1, le=10_000_000)
+    output_tokens: int = Field(ge=1, le=10_000_000)
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+    rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
+    batch_size: int | None = Field(default=None, ge=1, le=10_000_000)
+
+
+class SlaSection(_Frozen):
+    ttft_ms: float | None = Field(default=None, gt=0)
+    tpot_ms: float | None = Field(default=None, gt=0)
+
+
+class PricesSection(_Frozen):
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0)
+    kind: Literal["on_demand", "spot", "reserved_1y", "reserved_3y"] = "on_demand"
+    max_usd_per_hour: float | None = Field(default=None, gt=0)
+
+
+class ScenarioFile(_Frozen):
+    """The whole scenario document."""
+
+    model: str
+    hardware: HardwareSection = HardwareSection()
+    parallelism: ParallelismSection = ParallelismSection()
+    precision: PrecisionSection = PrecisionSection()
+    engine: str = "vllm"
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
+    workload: WorkloadSection
+    sla: SlaSection = SlaSection()
+    prices: PricesSection = PricesSection()
+    objective: Literal["cost", "latency", "throughput"] = "cost"
+
+
+def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
+    """Validate scenario YAML text; FileFormatError names ``origin``, the line or the field."""
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise FileFormatError(f"{origin}{where}: {problem}", hint="fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise FileFormatError(f"{origin}: expected a mapping with keys model, workload, ...; got "
+                              f"{type(data).__name__}", hint="see docs/scenarios.md")
+    try:
+        return ScenarioFile.model_validate(data)
+    except ValidationError as exc:
+        raise FileFormatError(f"{origin}: {describe_validation_error(exc)}", hint="see docs/scenarios.md") from None
+    except RecursionError:
+        raise FileFormatError(f"{origin}: document nested too deeply") from None
+
+
+def load_scenario(path: Path) -> ScenarioFile:
+    """Read and validate a scenario file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"cannot read scenario {path}: {exc}", hint="check the path") from None
+    return parse_scenario(text, origin=str(path))
+
+
+def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
+    """Pydantic errors flattened to one line: 'field.path: rule; ...'."""
+    parts = []
+    for err in exc.errors()[:limit]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(document)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = len(exc.errors()) - limit
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

@@ -1,0 +1,171 @@
+"""Use cases shared by the CLI and the web app: resolve ids against the catalog and model registry,
+build one validated request, make one core call. No rendering here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gpuplan.catalog import Catalog
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.errors import FileFormatError, UserInputError
+from gpuplan.models import get_model
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.calibration import Calibration, default_calibration
+from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
+from gpuplan.perf.layout import Layout, check_layout
+from gpuplan.perf.memory import InferenceMemory, inference_memory
+from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
+from gpuplan.scenario import ScenarioFile, describe_validation_error
+from gpuplan.validation import ValidationReport, validate_file
+from gpuplan.validation.cases import read_cases
+
+
+def offers(catalog: Catalog, gpu_ids: Sequence[str] | None, *, price_kind: str = "on_demand",
+           usd_per_gpu_hour: float | None = None) -> list[GpuOffer]:
+    """GPU offers with prices; ``usd_per_gpu_hour`` overrides the catalog (only with one GPU)."""
+    ids = list(gpu_ids) if gpu_ids else catalog.gpu_ids()
+    if usd_per_gpu_hour is not None and len(ids) != 1:
+        raise UserInputError("a price override needs exactly one GPU", hint="pass --gpus with one id")
+    result = []
+    for gid in ids:
+        gpu = catalog.get_gpu(gid)
+        price = catalog.price(gpu.id, price_kind)
+        purchase = catalog.price(gpu.id, "purchase")
+        result.append(GpuOffer(
+            gpu=gpu,
+            usd_per_gpu_hour=usd_per_gpu_hour or (price.usd if price else None),
+            price_source="user override" if usd_per_gpu_hour else (
+                f"{price.provider} {price.as_of} {price.source_url}" if price else ""),
+            purchase_usd=purchase.usd if purchase else None,
+        ))
+    return result
+
+
+def recommend_from_scenario(sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None) -> Recommendation:
+    """``recommend`` on a scenario document."""
+    model = get_model(sc.model)
+    target = ServingTarget(input_tokens=sc.workload.input_tokens, output_tokens=sc.workload.output_tokens,
+                           rate_rps=sc.workload.rate_rps, concurrency=sc.workload.concurrency)
+    space = SearchSpace(
+        weight_dtypes=tuple(sc.precision.allowed or ("bf16", "fp8", "int4")), max_gpus=sc.hardware.max_gpus,
+        engine=sc.engine, max_usd_per_hour=sc.prices.max_usd_per_hour,
+    )
+    gpus = sc.hardware.gpus or ([sc.hardware.gpu] if sc.hardware.gpu else None)
+    return recommend(model, offers(catalog, gpus, price_kind=sc.prices.kind,
+                                   usd_per_gpu_hour=sc.prices.usd_per_gpu_hour),
+                     target, sla=Sla(ttft_ms=sc.sla.ttft_ms, tpot_ms=sc.sla.tpot_ms), space=space,
+                     objective=sc.objective, cal=cal or default_calibration())
+
+
+class PredictResult(BaseModel):
+    """``gpuplan predict`` output."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    gpu: str
+    layout: Layout
+    workload: InferenceWorkload
+    prediction: InferencePrediction
+    usd_per_hour: float | None
+    usd_per_million_output_tokens: float | None
+
+
+def _layout(sc: ScenarioFile, model: ModelSpec, gpu: GpuSpec) -> Layout:
+    count = sc.hardware.count
+    tp = sc.parallelism.tp or count // sc.parallelism.pp
+    if tp < 1 or count % (tp * sc.parallelism.pp):
+        raise UserInputError(f"hardware.count={count} is not a multiple of tp x pp = {tp}x{sc.parallelism.pp}",
+                             hint="make count = tp x pp x replicas")
+    layout = Layout(tp=tp, pp=sc.parallelism.pp, ep=sc.parallelism.ep, replicas=count // (tp * sc.parallelism.pp),
+                    weight_dtype=sc.precision.weights, kv_dtype=sc.precision.kv_cache, engine=sc.engine,
+                    gpu_memory_utilization=sc.gpu_memory_utilization)
+    check_layout(model, gpu, layout)
+    return layout
+
+
+def _gpu(sc: ScenarioFile, catalog: Catalog) -> GpuSpec:
+    if not sc.hardware.gpu:
+        raise UserInputError("hardware.gpu is required for this command", hint="e.g. hardware: {gpu: H100-SXM, count: 2}")
+    return catalog.get_gpu(sc.hardware.gpu)
+
+
+def predict_from_scenario(sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None) -> PredictResult:
+    """``predict``: latency and throughput of one deployment on one workload."""
+    from gpuplan.cost import usd_per_million_tokens
+
+    model, gpu = get_model(sc.model), _gpu(sc, catalog)
+    layout = _layout(sc, model, gpu)
+    workload = InferenceWorkload(scenario=sc.workload.scenario, input_tokens=sc.workload.input_tokens,
+                                 output_tokens=sc.workload.output_tokens,
+                                 concurrency=sc.workload.concurrency, batch_size=sc.workload.batch_size)
+    prediction = predict_inference(model, gpu, layout, workload, cal=cal)
+    price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
+    per_hour = price * layout.num_gpus if price else None
+    per_m = usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=prediction.output_tokens_per_s) if per_hour else None
+    return PredictResult(model=model.id, gpu=gpu.id, layout=layout, workload=workload, prediction=prediction,
+                         usd_per_hour=per_hour, usd_per_million_output_tokens=per_m)
+
+
+class FitResult(BaseModel):
+    """``gpuplan fit``: the memory breakdown on one GPU of the replica, and what it holds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    gpu: str
+    layout: Layout
+    memory: InferenceMemory
+
+
+def fit(model_id: str, gpu_id: str, catalog: Catalog, *, count: int, tp: int | None, pp: int, weight_dtype: str,
+        kv_dtype: str | None, engine: str, context_tokens: int | None, utilization: float | None) -> FitResult:
+    """Does it fit, and how much KV is left."""
+    model, gpu = get_model(model_id), catalog.get_gpu(gpu_id)
+    sc_tp = tp or count // pp
+    layout = Layout(tp=sc_tp, pp=pp, replicas=max(count // (sc_tp * pp), 1), weight_dtype=weight_dtype,
+                    kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=utilization)
+    check_layout(model, gpu, layout)
+    mem = inference_memory(model, gpu, layout, max_model_len=context_tokens)
+    return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem)
+
+
+def scenario_from_mapping(doc: dict[str, Any]) -> ScenarioFile:
+    """A scenario built from CLI flags or an API body; None values mean 'not given'."""
+    cleaned = _drop_none(doc)
+    try:
+        return ScenarioFile.model_validate(cleaned)
+    except ValidationError as exc:
+        raise UserInputError(describe_validation_error(exc)) from None
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def validate(path: Path, catalog: Catalog, cal: Calibration, *, grades: Sequence[str]) -> ValidationReport:
+    """``gpuplan validate``."""
+    return validate_file(path, catalog=catalog, cal=cal, grades=grades)
+
+
+def refit(path: Path, catalog: Catalog, prior: Calibration, *, grades: Sequence[str], out: Path) -> Calibration:
+    """Fit the calibration factors on a CSV's rows and write them (YAML) to ``out``."""
+    from gpuplan.validation.fit import fit_calibration
+
+    _, cases = read_cases(path)
+    chosen = [c for c in cases if c.quality in set(grades)]
+    cal, _ = fit_calibration(chosen, catalog, prior, data=f"{path.name} grades {','.join(grades)}",
+                             command=f"gpuplan validate {path.name} --grades {','.join(grades)} --fit-out {out.name}")
+    try:
+        out.write_text(yaml.safe_dump(cal.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+    except OSError as exc:
+        raise FileFormatError(f"cannot write {out}: {exc.strerror}") from None
+    return cal

@@ -1,0 +1,188 @@
+"""Predict one validation row with the core models, or say why it is skipped.
+
+Row conditions map onto a :class:`Layout` and an :class:`InferenceWorkload`; blank ``tp`` means the
+source did not give the layout, so the tool chooses it (the highest-throughput TP that fits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
+
+from gpuplan.catalog import Catalog
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.errors import GpuplanError
+from gpuplan.models import get_model
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.calibration import Calibration
+from gpuplan.perf.engines import ENGINES
+from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
+from gpuplan.perf.layout import Layout
+from gpuplan.perf.memory import inference_memory
+from gpuplan.units import GIB, MS_PER_S
+from gpuplan.validation.cases import Case
+
+TRAINING_SKIP = "training not supported yet"
+SIM_SKIP = "server/rate scenarios need the serving simulator (not built yet)"
+
+
+class RowResult(BaseModel):
+    """The contract row of ``gpuplan validate --format json``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    metric: str
+    quality: str
+    gpu: str
+    measured: float
+    predicted: float | None
+    ape: float | None
+    skip_reason: str | None
+
+
+class Skip(Exception):
+    """A row the model cannot predict, with the reason shown to the user."""
+
+
+def predict_case(case: Case, catalog: Catalog, cal: Calibration) -> RowResult:
+    """Predict one row; never raises for a data problem (it becomes a skip reason)."""
+    try:
+        predicted = _dispatch(case, catalog, cal)
+    except Skip as why:
+        return _result(case, None, str(why))
+    except GpuplanError as exc:
+        return _result(case, None, exc.one_line())
+    return _result(case, predicted, None)
+
+
+def _result(case: Case, predicted: float | None, skip: str | None) -> RowResult:
+    ape = abs(predicted / case.value - 1.0) if predicted is not None and case.value > 0 else None
+    return RowResult(id=case.id, metric=case.metric, quality=case.quality, gpu=case.get("gpu"), measured=case.value,
+                     predicted=predicted, ape=ape, skip_reason=skip if predicted is None else None)
+
+
+def _dispatch(case: Case, catalog: Catalog, cal: Calibration) -> float:
+    if case.schema_name in ("training", "memory"):
+        raise Skip(TRAINING_SKIP)
+    if not case.get("gpu"):
+        raise Skip("no GPU named")
+    model = get_model(case.get("model"))
+    gpu = catalog.get_gpu(case.get("gpu"))
+    if case.schema_name == "inference_memory":
+        return _memory_metric(case, model, gpu)
+    return _inference_metric(case, model, gpu, cal)
+
+
+def _engine(case: Case) -> str:
+    name = case.get("framework") or "other"
+    return name if name in ENGINES else "other"
+
+
+def _dtype(raw: str, default: str = "bf16") -> str:
+    return raw if raw else default
+
+
+# --- inference.csv -------------------------------------------------------------------------------
+
+_INFERENCE_METRICS: dict[str, Callable[[InferencePrediction], float]] = {
+    "output_tokens_per_s": lambda p: p.output_tokens_per_s,
+    "output_tokens_per_s_per_gpu": lambda p: p.output_tokens_per_s_per_gpu,
+    "requests_per_s": lambda p: p.requests_per_s,
+    "ttft_ms_mean": lambda p: p.ttft_s * MS_PER_S,
+    "ttft_ms_p50": lambda p: p.ttft_s * MS_PER_S,
+    "tpot_ms_mean": lambda p: p.tpot_s * MS_PER_S,
+    "tpot_ms_p50": lambda p: p.tpot_s * MS_PER_S,
+    "e2e_ms_mean": lambda p: p.e2e_s * MS_PER_S,
+}
+
+
+def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
+    scenario = case.get("scenario")
+    if scenario in ("server", "rate"):
+        raise Skip(SIM_SKIP)
+    if case.metric not in _INFERENCE_METRICS:
+        raise Skip(f"metric {case.metric} needs percentiles from the serving simulator")
+    output = case.int_field("output_len")
+    if not output:
+        raise Skip("output length not stated")
+    if not case.int_field("input_len") and scenario != "single":
+        raise Skip("input length not stated")
+    workload = InferenceWorkload(
+        scenario=scenario,  # type: ignore[arg-type]
+        input_tokens=case.int_field("input_len") or 0, output_tokens=output,
+        concurrency=case.int_field("concurrency"), batch_size=case.int_field("batch_size"),
+    )
+    metric = _INFERENCE_METRICS[case.metric]
+    best: float | None = None
+    for layout in _layouts(case, model):
+        try:
+            value = metric(predict_inference(model, gpu, layout, workload, cal=cal))
+        except GpuplanError:
+            continue
+        if best is None or _better(case.metric, value, best):
+            best = value
+    if best is None:
+        raise Skip(f"no layout of {model.id} fits on {case.get('num_gpus')}x{gpu.id}")
+    return best
+
+
+def _better(metric: str, value: float, best: float) -> bool:
+    """For a source-chosen layout: highest throughput, lowest latency."""
+    return value > best if "per_s" in metric else value < best
+
+
+def _layouts(case: Case, model: ModelSpec) -> list[Layout]:
+    gpus = case.int_field("num_gpus") or 1
+    tp, pp, ep = case.int_field("tp"), case.int_field("pp") or 1, case.int_field("ep") or 1
+    tps = [tp] if tp else [d for d in (1, 2, 4, 8) if gpus % d == 0 and _divides_heads(model, d)]
+    layouts = []
+    for t in tps:
+        if gpus % (t * pp):
+            continue
+        layouts.append(Layout(tp=t, pp=pp, ep=ep, replicas=gpus // (t * pp), weight_dtype=_dtype(case.get("weight_dtype")),
+                              kv_dtype=case.get("kv_dtype") or None, engine=_engine(case),
+                              gpu_memory_utilization=_float_or_none(case.note("gpu_memory_utilization"))))
+    return layouts
+
+
+def _divides_heads(model: ModelSpec, tp: int) -> bool:
+    return model.num_attention_heads is None or model.num_attention_heads % tp == 0
+
+
+def _float_or_none(raw: str | None) -> float | None:
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None
+
+
+# --- inference_memory.csv ------------------------------------------------------------------------
+
+
+def _memory_metric(case: Case, model: ModelSpec, gpu: GpuSpec) -> float:
+    tp = case.int_field("tp") or case.int_field("num_gpus") or 1
+    layout = Layout(tp=tp, pp=case.int_field("pp") or 1, weight_dtype=_dtype(case.get("weight_dtype")),
+                    kv_dtype=case.get("kv_dtype") or None, engine=_engine(case),
+                    gpu_memory_utilization=case.float_field("gpu_memory_utilization"))
+    max_len = case.int_field("max_model_len")
+    mem = inference_memory(model, gpu, layout, max_model_len=max_len)
+    block = case.int_field("block_size") or 16
+    metrics: dict[str, float] = {
+        "weights_gib_per_gpu": mem.weights_bytes / GIB,
+        "kv_cache_gib_per_gpu": mem.kv_pool_bytes / GIB,
+        "kv_cache_tokens": float(mem.kv_tokens),
+        "max_total_tokens": float(mem.kv_tokens),
+        "kv_cache_blocks": mem.kv_tokens / block,
+        "activation_peak_gib": mem.activation_bytes / GIB,
+        "non_torch_gib": mem.overhead_bytes / GIB,
+        "fits": 1.0 if mem.fits else 0.0,
+    }
+    if case.metric == "max_concurrency_at_len":
+        if not max_len:
+            raise Skip("max_model_len not stated")
+        return mem.max_concurrency
+    if case.metric not in metrics:
+        raise Skip(f"metric {case.metric} is not modelled (CUDA-graph capture delta)")
+    return metrics[case.metric]
