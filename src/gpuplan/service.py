@@ -16,7 +16,7 @@ from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import FileFormatError, UserInputError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.calibration import Calibration, default_calibration
+from gpuplan.perf.calibration import Calibration, default_calibration, prior_calibration
 from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
 from gpuplan.perf.layout import Layout, check_layout
 from gpuplan.perf.memory import InferenceMemory, inference_memory
@@ -162,7 +162,7 @@ def refit(path: Path, catalog: Catalog, prior: Calibration, *, grades: Sequence[
 
     _, cases = read_cases(path)
     chosen = [c for c in cases if c.quality in set(grades)]
-    cal, _ = fit_calibration(chosen, catalog, prior, data=f"{path.name} grades {','.join(grades)}",
+    cal, _ = fit_calibration(chosen, catalog, prior_calibration(), data=f"{path.name} grades {','.join(grades)}",
                              command=f"gpuplan validate {path.name} --grades {','.join(grades)} --fit-out {out.name}")
     try:
         out.write_text(yaml.safe_dump(cal.model_dump(mode="json"), sort_keys=False), encoding="utf-8")

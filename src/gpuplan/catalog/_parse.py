@@ -23,7 +23,8 @@ from .schema import GpuSpec, PriceEntry
 PRICE_COLUMNS = ("gpu", "kind", "provider", "usd", "as_of", "source_url", "region", "notes")
 """Column order of every prices.csv (bundled or user); extra or missing columns are rejected."""
 
-_REQUIRED_PRICE_COLUMNS = frozenset(PRICE_COLUMNS) - {"region", "notes"}
+_OPTIONAL = ("region", "notes")
+_REQUIRED_PRICE_COLUMNS = frozenset(PRICE_COLUMNS) - set(_OPTIONAL)
 _MAX_ERRORS = 3
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -36,7 +37,7 @@ class _StrictLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -51,7 +52,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 def load_yaml(text: str, origin: str, error: type[GpuplanError]) -> Any:
     """Parse YAML text; a syntax error becomes ``"<origin> line N: <problem>"`` (1-based line)."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{origin} line {mark.line + 1}" if mark is not None else origin
@@ -115,6 +116,6 @@ def read_prices_csv(text: str, origin: str, error: type[GpuplanError]) -> list[P
     for row in reader:
         if None in row:  # more cells than header columns
             raise error(f"{origin} line {reader.line_num}: more cells than the {len(header)} header columns")
-        cleaned = {k: v for k, v in row.items() if v is not None and not (k in ("region", "notes") and v == "")}
+        cleaned = {k: v for k, v in row.items() if v is not None and not (k in _OPTIONAL and v == "")}
         entries.append(validate_price(cleaned, f"{origin} line {reader.line_num}", error))
     return entries

@@ -13,7 +13,8 @@ A user GPU mapping whose ``id`` names an existing GPU (id or alias, case-insensi
 override: it is merged deep onto the existing spec and re-validated, so one field can be corrected
 without copying the file. Any other mapping must be a complete :class:`GpuSpec`. User prices replace
 all earlier prices of the same (gpu, kind). Problems in user files -> :class:`FileFormatError`.
-Nothing is read at import time; :func:`default_catalog` caches the no-argument load.
+Nothing is read at import time. The bundled files are parsed once per process, and
+:func:`default_catalog` caches the no-argument load.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ CONFIG_DIR_ENV = "GPUPLAN_CONFIG_DIR"
 _HINT = "run 'gpuplan gpus' to list them"
 _VENDOR_ORDER = {vendor: i for i, vendor in enumerate(get_args(Vendor))}
 _EXTRA_KEYS = ("gpus", "prices")
+_PRICE_KINDS: tuple[str, ...] = get_args(PriceKind)
 
 
 def normalize_name(name: str) -> str:
@@ -119,13 +121,19 @@ class Catalog:
         """All ids, ordered by vendor (NVIDIA, AMD, Intel), then launch year, then memory, for listings."""
         return sorted(self.gpus, key=lambda i: _listing_key(self.gpus[i]))
 
-    def prices_for(self, gpu_id: str, kind: PriceKind | None = None) -> list[PriceEntry]:
-        """Every price observation for a GPU (id or alias), newest first, then cheapest first."""
+    def prices_for(self, gpu_id: str, kind: str | None = None) -> list[PriceEntry]:
+        """Every price observation for a GPU (id or alias), newest first, then cheapest first.
+
+        ``kind`` is a plain string because it usually comes from a CLI flag or scenario file; an
+        unknown kind raises :class:`UnknownNameError` with did-you-mean instead of matching nothing.
+        """
+        if kind is not None and kind not in _PRICE_KINDS:
+            raise UnknownNameError("price kind", kind, _PRICE_KINDS, hint=f"one of {', '.join(_PRICE_KINDS)}")
         gid = self.get_gpu(gpu_id).id
         rows = [p for p in self.prices if p.gpu == gid and (kind is None or p.kind == kind)]
         return sorted(rows, key=lambda p: (-p.as_of.toordinal(), p.usd, p.provider))
 
-    def price(self, gpu_id: str, kind: PriceKind = "on_demand") -> PriceEntry | None:
+    def price(self, gpu_id: str, kind: str = "on_demand") -> PriceEntry | None:
         """One representative price (see :func:`representative_price`), or ``None`` if none is known."""
         return representative_price(self.prices_for(gpu_id, kind))
 
@@ -189,15 +197,22 @@ def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[st
     out = dict(base)
     for key, value in override.items():
         current = out.get(key)
-        out[key] = _deep_merge(current, value) if isinstance(value, Mapping) and isinstance(current, Mapping) \
-            else value
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            out[key] = _deep_merge(current, value)
+        else:
+            out[key] = value
     return out
 
 
-def _load_bundled(builder: _Builder) -> None:
-    """Bundled files must be perfect: every error here is a DataError naming the file."""
+@functools.lru_cache(maxsize=1)
+def _bundled() -> tuple[tuple[GpuSpec, ...], tuple[PriceEntry, ...]]:
+    """Parse and check the bundled files once per process (specs are frozen, so sharing is safe).
+    Bundled files must be perfect: every error here is a DataError naming the file."""
+    builder = _Builder()
     data = resources.files("gpuplan.catalog").joinpath("data")
-    files = sorted((f for f in data.joinpath("gpus").iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
+    files = sorted(
+        (f for f in data.joinpath("gpus").iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name
+    )
     if not files:
         raise DataError("bundled catalog: no GPU files found in gpuplan/catalog/data/gpus")
     for file in files:
@@ -211,7 +226,15 @@ def _load_bundled(builder: _Builder) -> None:
     unknown = sorted({p.gpu for p in prices} - builder.gpus.keys())
     if unknown:
         raise DataError(f"{origin}: prices for GPU id(s) without a spec: {', '.join(unknown)}")
-    builder.prices = prices
+    return tuple(builder.gpus.values()), tuple(prices)
+
+
+def _load_bundled(builder: _Builder) -> None:
+    specs, prices = _bundled()
+    for spec in specs:
+        builder.gpus[spec.id] = spec
+    builder.index = build_index(specs, "bundled catalog", DataError)
+    builder.prices = list(prices)
 
 
 def default_config_dir() -> Path:
@@ -253,13 +276,18 @@ def _load_extra_file(builder: _Builder, path: Path) -> None:
         raise FileFormatError(f"{origin}: top level must be a mapping with 'gpus:' and/or 'prices:'")
     unknown = sorted(str(k) for k in data if k not in _EXTRA_KEYS)
     if unknown:
-        raise FileFormatError(f"{origin}: unknown top-level key(s) {', '.join(unknown)} (allowed: gpus, prices)")
+        raise FileFormatError(
+            f"{origin}: unknown top-level key(s) {', '.join(unknown)} (allowed: {', '.join(_EXTRA_KEYS)})"
+        )
     for key in _EXTRA_KEYS:
         if not isinstance(data.get(key) or [], list):
             raise FileFormatError(f"{origin}: '{key}:' must be a list of mappings")
     for gpu in data.get("gpus") or []:
         builder.add_user_gpu(gpu, origin)
-    prices = [validate_price(p, f"{origin} prices[{i}]", FileFormatError) for i, p in enumerate(data.get("prices") or [])]
+    prices = [
+        validate_price(p, f"{origin} prices[{i}]", FileFormatError)
+        for i, p in enumerate(data.get("prices") or [])
+    ]
     builder.set_prices(prices, origin, FileFormatError)
 
 

@@ -90,7 +90,9 @@ class GpuSpec(_Frozen):
             required.append("mig_profiles")
         missing = [f for f in required if not any(k == f or k.startswith(f + ".") for k in self.sources)]
         if missing:
-            raise ValueError(f"GPU {self.id}: no source URL for {', '.join(missing)} (add them under 'sources:')")
+            raise ValueError(
+                f"GPU {self.id}: no source URL for {', '.join(missing)} (add them under 'sources:')"
+            )
         return self
 
     def tflops(self, key: str) -> float | None:

@@ -16,6 +16,9 @@ from typing import Any
 from gpuplan.errors import FileFormatError
 
 _MISSING: Any = object()
+MAX_INT = 2**40
+"""Ceiling on any size in a config (about 10¹²): larger values are corrupt, and keeping sizes
+below it keeps every product of two sizes exactly representable as a float."""
 
 
 class ConfigReader:
@@ -55,8 +58,9 @@ class ConfigReader:
         return self.raw.get(key)
 
     # -- scalars --------------------------------------------------------------------------------
-    def integer(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> int:
-        """An int ``>= minimum``; an integral float (``4096.0``) is accepted, bools and strings are not."""
+    def integer(self, key: str, default: Any = _MISSING, *, minimum: int = 1, maximum: int = MAX_INT) -> int:
+        """An int in ``[minimum, maximum]``; an integral float (``4096.0``) is accepted, bools and
+        strings are not."""
         value = self.raw.get(key)
         if value is None:
             if default is _MISSING:
@@ -68,17 +72,21 @@ class ConfigReader:
             raise self._bad(key, value, f"an int >= {minimum}")
         if value < minimum:
             raise self._bad(key, value, f"an int >= {minimum}")
+        if value > maximum:
+            raise self._bad(key, value, f"an int <= {maximum}")
         return int(value)
 
     def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
         """An int ``>= minimum``, or None when the key is missing or null."""
         return self.integer(key, minimum=minimum) if self.has(key) else None
 
-    def first_int(self, keys: Sequence[str], default: Any = _MISSING, *, minimum: int = 1) -> int:
+    def first_int(
+        self, keys: Sequence[str], default: Any = _MISSING, *, minimum: int = 1, maximum: int = MAX_INT
+    ) -> int:
         """The first present key of ``keys`` (HF families spell the same thing differently)."""
         for key in keys:
             if self.has(key):
-                return self.integer(key, minimum=minimum)
+                return self.integer(key, minimum=minimum, maximum=maximum)
         if default is _MISSING:
             names = " or ".join(self.key_name(k) for k in keys)
             raise FileFormatError(
@@ -93,7 +101,7 @@ class ConfigReader:
             if default is _MISSING:
                 raise self.missing(key, "a positive number")
             return float(default)
-        numeric = isinstance(value, int | float) and not isinstance(value, bool)
+        numeric = isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < MAX_INT
         if not numeric or not math.isfinite(value) or value <= 0:
             raise self._bad(key, value, "a positive number")
         return float(value)
@@ -134,7 +142,7 @@ class ConfigReader:
         if value is None:
             return None
         ok = isinstance(value, list | tuple) and all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= minimum for v in value
+            isinstance(v, int) and not isinstance(v, bool) and minimum <= v <= MAX_INT for v in value
         )
         if not ok:
             raise self._bad(key, value, f"a list of ints >= {minimum}")

@@ -12,6 +12,8 @@ from gpuplan.errors import FileFormatError
 from gpuplan.models.config_reader import ConfigReader
 from gpuplan.models.spec import AttentionKind, KvGroup, ModelSpec
 
+MAX_LAYERS = 100_000
+"""More layers than this is a corrupt config (per-layer masks are built as tuples)."""
 Fields = dict[str, Any]
 """ModelSpec keyword arguments produced by a family parser (metadata is added by :func:`assemble`)."""
 
@@ -95,7 +97,8 @@ def read_core(
     if n_heads is not None and n_kv is not None and n_heads % n_kv:
         raise r.error(kv_heads[0], f"= {n_kv} does not divide the {n_heads} attention heads")
     return Core(
-        num_layers=r.first_int(layers), hidden=hidden_size, heads=n_heads, kv_heads=n_kv, head_dim=dim,
+        num_layers=r.first_int(layers, maximum=MAX_LAYERS), hidden=hidden_size, heads=n_heads, kv_heads=n_kv,
+        head_dim=dim,
         vocab=r.first_int(vocab), tie=r.flag("tie_word_embeddings", tie_default),
         max_pos=_opt_first(r, max_pos),
     )
@@ -160,8 +163,8 @@ def _reported(r: ConfigReader) -> tuple[float | None, float | None]:
         active = total.get("active", active)
         total = total.get("total")
     for key, value in (("_params_b_reported", total), ("_active_params_b_reported", active)):
-        numeric = isinstance(value, int | float) and not isinstance(value, bool)
-        if value is not None and (not numeric or value <= 0):
+        numeric = isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 1e12
+        if value is not None and (not numeric or not value > 0):
             raise r.error(key, "is not a positive number of billions")
     return (None if total is None else total * 1e9), (None if active is None else active * 1e9)
 

@@ -63,7 +63,8 @@ def _model_type(r: ConfigReader) -> str:
     raw = r.text("model_type")
     if raw is None or not raw.strip():
         raise r.missing("model_type", "a string such as 'llama'")
-    name = raw.split("(")[0].split()[0] if raw.split() else raw
+    words = raw.split("(")[0].split()
+    name = words[0] if words else raw.strip()
     if name not in _PARSERS and name not in _WRAPPERS:
         supported = ", ".join(SUPPORTED_MODEL_TYPES)
         raise r.error("model_type", f"= {raw!r} is not supported (supported: {supported})")

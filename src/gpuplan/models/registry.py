@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Mapping
 from functools import cache, lru_cache
 from importlib import resources
@@ -33,6 +34,7 @@ HUB_HINT = "pass a path to config.json, or pip install 'gpuplan[hf]' and check t
 LLMFOUNDRY_SUFFIX = "-llmfoundry"
 """llm-foundry benchmark models: their learned position table is as long as the run's seq_len."""
 _BF16_BYTES = 2
+_REPO_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 
 class ModelSummary(BaseModel):
@@ -43,8 +45,8 @@ class ModelSummary(BaseModel):
     id: str
     model_type: str
     attention: str
-    params_total_b: float
-    params_active_b: float
+    params_b: float
+    active_params_b: float
     kv_bytes_per_token_bf16: int
 
 
@@ -115,7 +117,7 @@ def _local_config(name: str) -> Path | None:
 
 def _hub_config(repo_id: str) -> Mapping[str, Any] | None:
     """config.json of ``repo_id`` from the local HF cache or the Hub; None when unavailable."""
-    if repo_id.count("/") != 1 or " " in repo_id:
+    if not _REPO_ID.match(repo_id):
         return None
     try:
         from huggingface_hub import hf_hub_download
@@ -182,7 +184,7 @@ def list_models() -> list[ModelSummary]:
         counts = arith.param_counts(spec)
         out.append(ModelSummary(
             id=spec.id, model_type=spec.model_type, attention=spec.attention,
-            params_total_b=counts.total / 1e9, params_active_b=counts.active / 1e9,
+            params_b=counts.total / 1e9, active_params_b=counts.active / 1e9,
             kv_bytes_per_token_bf16=arith.kv_elements_per_token(spec) * _BF16_BYTES,
         ))
     return out

@@ -10,8 +10,11 @@ Physical meaning, so that a factor fitted on one GPU transfers to another of the
 * ``engine_efficiency[engine]``: the engine's kernels and scheduler relative to TensorRT-LLM (1.0).
 * ``step_overhead_s[engine]``: fixed host-side time per forward step (scheduling, sampling,
   launch), which dominates small models at batch 1.
-* ``link_efficiency`` and ``allreduce_latency_s``: ring all-reduce bandwidth fraction and the
-  per-collective latency.
+* ``link_efficiency``: achieved fraction of the link bandwidth in ring all-reduce.
+* ``hop_latency_s[link]``: latency of one ring step on that link kind (NVLink ~ µs; PCIe through
+  the host bridge ~ 10 µs); an all-reduce over TP ranks takes 2(tp−1) steps.
+* ``layer_overhead_s``: kernel-launch time per transformer layer per step (about ten kernels of a
+  few µs each), which dominates small prefills and batch-1 decode.
 
 The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
 """
@@ -52,7 +55,8 @@ class Calibration(BaseModel):
     engine_efficiency: dict[str, float]
     step_overhead_s: dict[str, float]
     link_efficiency: float = Field(gt=0, le=1)
-    allreduce_latency_s: float = Field(ge=0)
+    hop_latency_s: dict[str, float]
+    layer_overhead_s: float = Field(ge=0, le=0.01)
     provenance: FitProvenance
 
     def compute(self, family: str) -> float:
@@ -67,12 +71,22 @@ class Calibration(BaseModel):
     def overhead(self, name: str) -> float:
         return self.step_overhead_s.get(name, self.step_overhead_s[DEFAULT_FAMILY])
 
+    def hop_latency(self, link: str) -> float:
+        return self.hop_latency_s.get(link, self.hop_latency_s[DEFAULT_FAMILY])
+
 
 @lru_cache(maxsize=1)
 def default_calibration() -> Calibration:
     """The bundled factors (read once, on first use)."""
     text = resources.files("gpuplan.perf").joinpath("data/calibration.yaml").read_text(encoding="utf-8")
     return parse_calibration(yaml.safe_load(text), origin="bundled calibration.yaml")
+
+
+@lru_cache(maxsize=1)
+def prior_calibration() -> Calibration:
+    """The hand-set priors the fit starts from and is pulled towards (``data/priors.yaml``)."""
+    text = resources.files("gpuplan.perf").joinpath("data/priors.yaml").read_text(encoding="utf-8")
+    return parse_calibration(yaml.safe_load(text), origin="bundled priors.yaml")
 
 
 def parse_calibration(data: object, *, origin: str) -> Calibration:
@@ -83,7 +97,8 @@ def parse_calibration(data: object, *, origin: str) -> Calibration:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise DataError(f"{origin}: {where}: {first['msg']}") from None
-    for name in ("compute_efficiency", "bandwidth_efficiency", "engine_efficiency", "step_overhead_s"):
+    for name in ("compute_efficiency", "bandwidth_efficiency", "engine_efficiency", "step_overhead_s",
+                 "hop_latency_s"):
         if DEFAULT_FAMILY not in getattr(cal, name):
             raise DataError(f"{origin}: {name} needs a '{DEFAULT_FAMILY}' entry")
     return cal

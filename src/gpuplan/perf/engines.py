@@ -98,3 +98,38 @@ def batching_limits(engine: EngineProfile, *, usable_gib: float, gpu_id: str) ->
     if large:
         return engine.max_num_seqs_large_gpu, engine.max_batched_tokens_large_gpu
     return engine.max_num_seqs, engine.max_batched_tokens
+
+
+VLLM_V1_DEFAULT = (0, 8)
+"""vLLM made the V1 engine the default in 0.8.0 (chunked prefill always on)."""
+VLLM_HYBRID_KV = (0, 10)
+"""vLLM 0.10 added the hybrid KV-cache manager: sliding-window layers stop holding the full context."""
+VLLM_V0_MIN_BATCHED_TOKENS = 2048
+"""V0 without chunked prefill profiles max(max_model_len, 2048) tokens in one step."""
+
+
+def parse_version(raw: str | None) -> tuple[int, int] | None:
+    """'0.10.1.1' → (0, 10); 'v0' → (0, 0); unknown → None (treated as a recent release)."""
+    if not raw:
+        return None
+    text = raw.strip().lower()
+    if text in ("v0", "0"):
+        return (0, 0)
+    if text == "v1":
+        return VLLM_V1_DEFAULT
+    parts = text.split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return None
+
+
+def is_vllm_v0(engine: EngineProfile, version: str | None) -> bool:
+    parsed = parse_version(version)
+    return engine.name == "vllm" and parsed is not None and parsed < VLLM_V1_DEFAULT
+
+
+def window_aware(engine: EngineProfile, version: str | None) -> bool:
+    """Whether sliding-window layers keep only their window (+ one prefill chunk) of KV."""
+    parsed = parse_version(version)
+    return not (engine.name == "vllm" and parsed is not None and parsed < VLLM_HYBRID_KV)

@@ -4,11 +4,15 @@
   at batch 1 and the mean context; tokens/s = output / E2E (decode rate when no prompt is given).
 * ``static_batch``: B identical requests prefilled together, then decoded together.
 * ``concurrency``: a closed loop of C requests with continuous batching. N = min(C, KV capacity,
-  max_num_seqs) run at once; one cycle in which each of them is prefilled and decoded lasts
-  ``T = N · t_prefill(prompt) + output · t_decode(N, mean context)``, so throughput is N·output/T,
-  TPOT = T/output (every running request waits for its peers' prefills), and requests beyond N queue
-  for (C − N)/N cycles (Little's law).
+  max_num_seqs) run at once. Load generators start all C clients together and requests stay in
+  step ("waves"): one cycle prefills N prompts then decodes them together, lasting
+  ``T = N · t_prefill(prompt) + output · t_decode(N, mean context)``; throughput is N·output/T,
+  TPOT = t_decode(N), mean TTFT = (N + 1)/2 · t_prefill (mean place in the prefill wave), and
+  requests beyond N wait (C − N)/N cycles (Little's law).
 * ``offline``: the same cycle with N at the engine's limit (all requests available at once).
+* ``rate``: open-loop arrivals at λ requests/s per replica. Prefills take a share f = λ·t_prefill
+  of the GPU, so TPOT = t_decode(N)/(1 − f) and TTFT = t_prefill/(1 − f); the running count follows
+  Little's law, N = λ·E2E, solved by fixed-point iteration. f ≥ 1 or N above capacity is overload.
 
 Prefill runs in chunks of the engine's max batched tokens, so a prompt's prefill costs its share
 of a full chunk (weights read once per chunk).
@@ -24,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import InfeasibleError
-from gpuplan.models import arith
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.perf.engines import batching_limits, get_engine
@@ -33,7 +36,9 @@ from gpuplan.perf.memory import InferenceMemory, inference_memory
 from gpuplan.perf.roofline import StepModel
 from gpuplan.units import GIB
 
-Scenario = Literal["offline", "concurrency", "single", "static_batch"]
+Scenario = Literal["offline", "concurrency", "single", "static_batch", "rate"]
+FIXED_POINT_ITERATIONS = 30
+OVERLOADED = math.inf
 
 
 class InferenceWorkload(BaseModel):
@@ -46,6 +51,7 @@ class InferenceWorkload(BaseModel):
     output_tokens: int = Field(ge=1, le=10_000_000)
     concurrency: float | None = Field(default=None, ge=1, le=1e7, description="requests in flight")
     batch_size: float | None = Field(default=None, ge=1, le=1e7, description="static batch size")
+    rate_rps: float | None = Field(default=None, gt=0, le=1e7, description="open-loop arrival rate")
 
 
 class InferencePrediction(BaseModel):
@@ -108,6 +114,7 @@ def predict_inference(
     share = workload.model_copy(update={
         "concurrency": None if workload.concurrency is None else max(workload.concurrency / layout.replicas, 1.0),
         "batch_size": None if workload.batch_size is None else max(workload.batch_size / layout.replicas, 1.0),
+        "rate_rps": None if workload.rate_rps is None else workload.rate_rps / layout.replicas,
     })
     ttft, tpot, tokens_per_s, running = replica.run(share)
     total = tokens_per_s * layout.replicas
@@ -162,11 +169,33 @@ def _static(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tupl
 def _cycle(step: StepModel, mem: InferenceMemory, w: InferenceWorkload, want: float) -> tuple[float, float, float, float]:
     running = min(want, _capacity(step, mem, w))
     prefill = _prefill_share_s(step, mem, w, running)
-    cycle = running * prefill + w.output_tokens * step.decode_s(batch=running, context=_mean_context(w))
-    tpot = cycle / w.output_tokens
+    tpot = step.decode_s(batch=running, context=_mean_context(w))
+    cycle = running * prefill + w.output_tokens * tpot
     queued_cycles = max(want - running, 0.0) / running
-    ttft = prefill + 0.5 * tpot + queued_cycles * cycle
+    ttft = (running + 1) / 2 * prefill + queued_cycles * cycle
     return ttft, tpot, running * w.output_tokens / cycle, running
+
+
+def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+    """Open-loop steady state (module docstring); returns inf latencies when the replica is overloaded."""
+    rate = w.rate_rps or 0.0
+    cap = _capacity(step, mem, w)
+    running = 1.0
+    for _ in range(FIXED_POINT_ITERATIONS):
+        prefill = _prefill_share_s(step, mem, w, max(running, 1.0))
+        busy = rate * prefill
+        if busy >= 1.0:
+            return OVERLOADED, OVERLOADED, 0.0, cap
+        tpot = step.decode_s(batch=max(running, 1.0), context=_mean_context(w)) / (1.0 - busy)
+        ttft = prefill / (1.0 - busy)
+        new_running = rate * (ttft + max(w.output_tokens - 1, 0) * tpot)
+        if new_running > cap:
+            return OVERLOADED, OVERLOADED, 0.0, cap
+        converged = abs(new_running - running) < 1e-3 * max(running, 1.0)
+        running = (running + new_running) / 2.0
+        if converged:
+            break
+    return ttft, tpot, rate * w.output_tokens, running
 
 
 def _concurrency(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
@@ -177,12 +206,13 @@ def _offline(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tup
     return _cycle(step, mem, w, math.inf)
 
 
-_SCENARIOS = {"single": _single, "static_batch": _static, "concurrency": _concurrency, "offline": _offline}
+_SCENARIOS = {"single": _single, "static_batch": _static, "concurrency": _concurrency, "offline": _offline,
+              "rate": _rate}
 
 
 def decode_bound(step: StepModel, running: float) -> Literal["memory", "compute"]:
     """Which roofline limits the decode step's GEMMs at this batch (for explanations)."""
-    flops = running * arith.matmul_flops_per_token(step.model) / (step.layout.tp * step.layout.pp)
+    flops = running * step.matmul_flops_per_token / (step.layout.tp * step.layout.pp)
     t_compute = flops / step.gemm_flops_per_s
     t_memory = step.dense_weight_bytes / step.bytes_per_s
     return "compute" if t_compute > t_memory else "memory"

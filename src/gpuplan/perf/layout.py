@@ -27,6 +27,7 @@ class Layout(BaseModel):
     weight_dtype: str = "bf16"
     kv_dtype: str | None = Field(default=None, description="None = same as the 16-bit compute dtype")
     engine: str = "vllm"
+    engine_version: str | None = Field(default=None, description="e.g. '0.10.1'; 'v0' for vLLM's V0 engine")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
 
     @property

@@ -19,7 +19,14 @@ from gpuplan.catalog.schema import GpuSpec
 from gpuplan.dtypes import get_dtype
 from gpuplan.models import arith
 from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.engines import EngineProfile, batching_limits, get_engine
+from gpuplan.perf.engines import (
+    VLLM_V0_MIN_BATCHED_TOKENS,
+    EngineProfile,
+    batching_limits,
+    get_engine,
+    is_vllm_v0,
+    window_aware,
+)
 from gpuplan.perf.layout import Layout
 from gpuplan.units import GB, GIB
 
@@ -159,13 +166,36 @@ def runtime_overhead_bytes(*, engine: EngineProfile, tp: int, pp: int) -> float:
     return NON_TORCH_BYTES + (NCCL_BUFFER_BYTES if tp * pp > 1 else 0.0)
 
 
+def kv_bytes_per_sequence_at_len(model: ModelSpec, *, tokens: int, kv_dtype: str, tp: int, pp: int,
+                                  chunk_tokens: int, windows: bool) -> float:
+    """KV bytes the engine sets aside for one request of ``tokens`` on one GPU.
+
+    A sliding-window layer holds its window plus one prefill chunk (vLLM's
+    ``SlidingWindowSpec.max_memory_usage_bytes``: window − 1 + max_num_batched_tokens), or the whole
+    context when the engine is not window-aware.
+    """
+    elements = 0
+    for group in model.kv_groups:
+        held = tokens
+        if windows and group.window_tokens:
+            held = min(tokens, group.window_tokens - 1 + chunk_tokens)
+        elements += group.num_layers * group.elements_per_token_per_layer * held
+    return elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
+
+
 def inference_memory(model: ModelSpec, gpu: GpuSpec, layout: Layout, *, max_model_len: int | None = None) -> InferenceMemory:
-    """Per-GPU breakdown and the replica's KV capacity, the way the engine computes it at start-up."""
+    """Per-GPU breakdown and the replica's KV capacity, the way the engine computes it at start-up.
+
+    ``kv_tokens`` is the pool divided by every layer's per-token cost (what vLLM prints as "GPU KV
+    cache size"); ``max_concurrency`` divides the pool by what one full-length request holds.
+    """
     engine = get_engine(layout.engine)
     usable = usable_memory_bytes(gpu)
     util = layout.gpu_memory_utilization or engine.default_memory_utilization
     max_seqs, batched = batching_limits(engine, usable_gib=usable / GIB, gpu_id=gpu.id)
     context = max_model_len or model.max_position_embeddings or 4096
+    if is_vllm_v0(engine, layout.engine_version):
+        max_seqs, batched = engine.max_num_seqs, max(context, VLLM_V0_MIN_BATCHED_TOKENS)
     weights = weight_bytes_per_gpu(model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp,
                                    ep=layout.ep).total
     activation = activation_peak_bytes(model, batched_tokens=batched, max_seqs=max_seqs, tp=layout.tp)
@@ -174,16 +204,14 @@ def inference_memory(model: ModelSpec, gpu: GpuSpec, layout: Layout, *, max_mode
                     overhead=overhead)
     kv_dtype = layout.resolved_kv_dtype
     per_token = kv_bytes_per_token_per_gpu(model, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
-    per_seq = kv_bytes_for_sequence_per_gpu(model, tokens=context, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
+    per_seq = kv_bytes_per_sequence_at_len(model, tokens=context, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp,
+                                           chunk_tokens=batched, windows=window_aware(engine, layout.engine_version))
     if per_token <= 0:
         tokens, concurrency = 0, math.inf
-    elif len(model.kv_groups) > 1 or any(g.window_tokens for g in model.kv_groups):
-        concurrency = max(pool, 0.0) / per_seq
-        tokens = int(concurrency * context)
     else:
         block = engine.block_size_tokens
         tokens = int(max(pool, 0.0) // (per_token * block)) * block
-        concurrency = tokens / context
+        concurrency = max(pool, 0.0) / per_seq
     return InferenceMemory(usable_bytes=usable, budget_bytes=usable * util, weights_bytes=weights,
                            activation_bytes=activation, overhead_bytes=overhead, kv_pool_bytes=pool,
                            kv_bytes_per_token=per_token, kv_tokens=tokens, max_model_len=context,

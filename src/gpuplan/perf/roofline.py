@@ -17,7 +17,7 @@ B tokens with uniform top-k routing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.dtypes import get_dtype
@@ -48,12 +48,18 @@ def sixteen_bit_peak_flops(gpu: GpuSpec) -> float:
     return (gpu.tflops("bf16") or gpu.dense_tflops.fp16) * TFLOPS
 
 
-def link_bytes_per_s(gpu: GpuSpec, tp: int) -> float:
-    """One-direction bandwidth for TP traffic: NVLink/xGMI inside its domain, else PCIe."""
+PCIE_GEN3_BYTES_PER_S = 32e9
+"""Fallback host link (PCIe 3.0 x16, bidirectional) when the catalog gives none."""
+
+
+def tp_link(gpu: GpuSpec, tp: int) -> tuple[str, float]:
+    """(link kind, one-direction bytes/s) carrying TP traffic: the scale-up fabric when the TP group
+    fits in its domain (NVLink bridges join only 2-4 GPUs), else PCIe."""
     ic = gpu.interconnect
-    if tp <= ic.scale_up_domain_gpus and ic.scale_up_bytes_per_s > 0:
-        return ic.scale_up_bytes_per_s / 2
-    return (ic.pcie_bytes_per_s or 32e9) / 2
+    if tp <= ic.scale_up_domain_gpus and ic.scale_up_bytes_per_s > 0 and ic.scale_up != "pcie":
+        return ("nvlink" if ic.scale_up.startswith("nvlink") or ic.scale_up == "c2c" else ic.scale_up,
+                ic.scale_up_bytes_per_s / 2)
+    return "pcie", (ic.pcie_bytes_per_s or PCIE_GEN3_BYTES_PER_S) / 2
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,8 @@ class StepModel:
     allreduce_s_per_byte: float
     allreduce_latency_s: float
     overhead_s: float
+    matmul_flops_per_token: float
+    _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, cal: Calibration) -> StepModel:
@@ -82,7 +90,8 @@ class StepModel:
                                        ep=layout.ep)
         tp = layout.tp
         ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
-        link = link_bytes_per_s(gpu, tp) * cal.link_efficiency
+        link_kind, link_bw = tp_link(gpu, tp)
+        link = link_bw * cal.link_efficiency
         return cls(
             model=model, gpu=gpu, layout=layout,
             gemm_flops_per_s=peak * eta_c,
@@ -92,9 +101,24 @@ class StepModel:
             routed_weight_bytes=weights.routed_experts,
             kv_dtype=layout.resolved_kv_dtype,
             allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
-            allreduce_latency_s=cal.allreduce_latency_s if tp > 1 else 0.0,
-            overhead_s=cal.overhead(layout.engine),
+            allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
+            overhead_s=cal.overhead(layout.engine) + cal.layer_overhead_s * model.num_layers,
+            matmul_flops_per_token=arith.matmul_flops_per_token(model),
         )
+
+    def _cached(self, kind: str, tokens: int) -> float:
+        """Per-context model arithmetic, memoised: searches call the same contexts thousands of times."""
+        key = (kind, tokens)
+        if key not in self._memo:
+            if kind == "attn":
+                value = arith.attention_flops_per_token(self.model, context_tokens=tokens)
+            elif kind == "kv":
+                value = kv_bytes_for_sequence_per_gpu(self.model, tokens=tokens, kv_dtype=self.kv_dtype,
+                                                      tp=self.layout.tp, pp=self.layout.pp)
+            else:
+                value = arith.prefill_flops(self.model, prompt_tokens=tokens)
+            self._memo[key] = value
+        return self._memo[key]
 
     def _weights_read(self, tokens: float) -> float:
         moe = self.model.moe
@@ -118,20 +142,19 @@ class StepModel:
         """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token."""
         pp = self.layout.pp
         micro = max(batch / pp, 1.0)
-        kv = micro * kv_bytes_for_sequence_per_gpu(self.model, tokens=max(int(context), 1), kv_dtype=self.kv_dtype,
-                                                   tp=self.layout.tp, pp=pp)
+        ctx = max(int(context), 1)
         stage = self._stage_s(
             tokens=micro,
-            gemm_flops=micro * arith.matmul_flops_per_token(self.model),
-            attn_flops=micro * arith.attention_flops_per_token(self.model, context_tokens=context),
-            kv_bytes=kv,
+            gemm_flops=micro * self.matmul_flops_per_token,
+            attn_flops=micro * self._cached("attn", ctx),
+            kv_bytes=micro * self._cached("kv", ctx),
         )
         return pp * stage + self.overhead_s
 
     def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
         """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
         prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
-        total = prompts * arith.prefill_flops(self.model, prompt_tokens=max(int(prompt_tokens), 1))
-        gemm = tokens * arith.matmul_flops_per_token(self.model)
+        total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
+        gemm = tokens * self.matmul_flops_per_token
         stage = self._stage_s(tokens=tokens, gemm_flops=gemm, attn_flops=max(total - gemm, 0.0), kv_bytes=0.0)
         return self.layout.pp * stage + self.overhead_s

@@ -23,6 +23,7 @@ from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.perf.inference import InferenceWorkload, ReplicaModel, decode_bound
 from gpuplan.perf.layout import Layout, check_layout
+from gpuplan.perf.memory import usable_memory_bytes, weight_bytes_per_gpu
 from gpuplan.recommend.request import (
     GpuOffer,
     MemoryBreakdownGib,
@@ -36,7 +37,14 @@ from gpuplan.recommend.request import (
 from gpuplan.units import GIB, MS_PER_S
 
 BISECTION_STEPS = 12
-"""Concurrency bisection steps: 2^12 covers engines' max_num_seqs (≤ 2048) to one request."""
+"""Bisection steps: 2^12 resolves the load to 0.025 % of its ceiling."""
+MIN_RATE_RPS = 1e-3
+"""An almost idle replica: the unloaded-latency check."""
+WEIGHT_SHARE_LIMIT = 0.8
+"""A layout whose weights take under 80 % of a GPU leaves room for KV; deeper PP is not tried."""
+COUNT_MISS, LATENCY_MISS, MEMORY_MISS, LAYOUT_MISS = 1.0, 2.0, 3.0, 4.0
+"""Miss distances by kind: a plan that only needs more GPUs is nearer than one too slow even when
+idle, which is nearer than one that does not fit at all."""
 
 
 @dataclass(frozen=True)
@@ -48,10 +56,11 @@ class Miss:
 
 
 def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Iterator[Layout]:
-    """Valid layouts for one GPU type, smallest first."""
+    """Valid layouts for one GPU type, smallest first. Pipeline stages are added only until the
+    weights fit (PP serves capacity, not speed: each stage adds a hop to every token)."""
     for dtype in space.weight_dtypes:
         for tp in space.tp_options:
-            for pp in space.pp_options:
+            for pp in sorted(space.pp_options):
                 if tp * pp > space.max_gpus:
                     continue
                 layout = Layout(tp=tp, pp=pp, weight_dtype=dtype, engine=space.engine)
@@ -60,6 +69,14 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
                 except GpuplanError:
                     continue
                 yield layout
+                if _weights_fit(model, gpu, layout):
+                    break
+
+
+def _weights_fit(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> bool:
+    weights = weight_bytes_per_gpu(model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp,
+                                   ep=layout.ep).total
+    return weights < usable_memory_bytes(gpu) * WEIGHT_SHARE_LIMIT
 
 
 def _meets(sla: Sla, ttft_s: float, tpot_s: float) -> bool:
@@ -67,49 +84,57 @@ def _meets(sla: Sla, ttft_s: float, tpot_s: float) -> bool:
         sla.tpot_ms is None or tpot_s * MS_PER_S <= sla.tpot_ms)
 
 
-def _workload(target: ServingTarget, concurrency: float) -> InferenceWorkload:
+def _workload(target: ServingTarget, load: float) -> InferenceWorkload:
+    """Per-replica workload at ``load``: requests/s for a rate target, requests in flight otherwise."""
+    if target.rate_rps is not None:
+        return InferenceWorkload(scenario="rate", input_tokens=target.input_tokens,
+                                 output_tokens=target.output_tokens, rate_rps=max(load, MIN_RATE_RPS))
     return InferenceWorkload(scenario="concurrency", input_tokens=target.input_tokens,
-                             output_tokens=target.output_tokens, concurrency=max(concurrency, 1.0))
+                             output_tokens=target.output_tokens, concurrency=max(load, 1.0))
 
 
-def max_concurrency_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -> float:
-    """Largest per-replica concurrency whose TTFT/TPOT meet the SLA (0 if even one request misses)."""
-    cap = replica.capacity(_workload(target, 1.0))
-    ttft, tpot, _, _ = replica.run(_workload(target, 1.0))
+def max_load_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -> float:
+    """Largest per-replica load (req/s or concurrency) whose TTFT/TPOT meet the SLA; 0 if none does.
+
+    Latency rises with load, so bisection applies. The rate ceiling is the replica's offline
+    throughput (beyond it the queue grows without bound).
+    """
+    lowest = _lowest_load(target)
+    ttft, tpot, _, _ = replica.run(_workload(target, lowest))
     if not _meets(sla, ttft, tpot):
         return 0.0
-    ttft, tpot, _, _ = replica.run(_workload(target, cap))
+    if target.rate_rps is not None:
+        offline = InferenceWorkload(scenario="offline", input_tokens=target.input_tokens,
+                                    output_tokens=target.output_tokens)
+        ceiling = replica.run(offline)[2] / target.output_tokens
+    else:
+        ceiling = replica.capacity(_workload(target, 1.0))
+    ttft, tpot, _, _ = replica.run(_workload(target, ceiling))
     if _meets(sla, ttft, tpot):
-        return cap
-    lo, hi = 1.0, cap
-    for _ in range(BISECTION_STEPS):
-        mid = math.floor((lo + hi) / 2)
-        if mid <= lo:
-            break
-        ttft, tpot, _, _ = replica.run(_workload(target, mid))
-        lo, hi = (float(mid), hi) if _meets(sla, ttft, tpot) else (lo, float(mid))
-    return lo
-
-
-def _replicas_needed(replica: ReplicaModel, target: ServingTarget, n_max: float, headroom: float) -> int:
-    if target.concurrency is not None:
-        return math.ceil(target.concurrency / max(math.floor(n_max * headroom), 1))
-    _, _, tok_s, _ = replica.run(_workload(target, n_max))
-    rps = tok_s / target.output_tokens * headroom
-    return math.ceil((target.rate_rps or 0.0) / rps)
-
-
-def _load_per_replica(replica: ReplicaModel, target: ServingTarget, replicas: int, n_max: float) -> float:
-    """Concurrency each replica actually carries at the target load."""
-    if target.concurrency is not None:
-        return target.concurrency / replicas
-    want_rps = (target.rate_rps or 0.0) / replicas
-    lo, hi = 1.0, n_max
+        return ceiling
+    lo, hi = lowest, ceiling
     for _ in range(BISECTION_STEPS):
         mid = (lo + hi) / 2
-        _, _, tok_s, _ = replica.run(_workload(target, mid))
-        lo, hi = (mid, hi) if tok_s / target.output_tokens < want_rps else (lo, mid)
-    return hi
+        ttft, tpot, _, _ = replica.run(_workload(target, mid))
+        lo, hi = (mid, hi) if _meets(sla, ttft, tpot) else (lo, mid)
+    return lo if target.rate_rps is not None else math.floor(lo)
+
+
+def _lowest_load(target: ServingTarget) -> float:
+    return MIN_RATE_RPS if target.rate_rps is not None else 1.0
+
+
+def _replicas_needed(target: ServingTarget, load_max: float, headroom: float) -> int:
+    if target.concurrency is not None:
+        return math.ceil(target.concurrency / max(math.floor(load_max * headroom), 1))
+    return math.ceil((target.rate_rps or 0.0) / (load_max * headroom))
+
+
+def _load_per_replica(target: ServingTarget, replicas: int) -> float:
+    """The load each replica carries when the target is spread evenly."""
+    if target.concurrency is not None:
+        return target.concurrency / replicas
+    return (target.rate_rps or 0.0) / replicas
 
 
 def evaluate(model: ModelSpec, offer: GpuOffer, layout: Layout, target: ServingTarget, sla: Sla,
@@ -120,20 +145,20 @@ def evaluate(model: ModelSpec, offer: GpuOffer, layout: Layout, target: ServingT
         replica = ReplicaModel.build(model, gpu, layout, context_tokens=target.input_tokens + target.output_tokens,
                                      cal=cal)
     except InfeasibleError as exc:
-        return Miss(Rejection(gpu=gpu.id, kind="memory", reason=exc.message), 3.0)
-    n_max = max_concurrency_under_sla(replica, target, sla)
-    if n_max < 1:
-        ttft, tpot, _, _ = replica.run(_workload(target, 1.0))
+        return Miss(Rejection(gpu=gpu.id, kind="memory", reason=exc.message), MEMORY_MISS + 1.0 / layout.gpus_per_replica)
+    load_max = max_load_under_sla(replica, target, sla)
+    if load_max <= 0:
+        ttft, tpot, _, _ = replica.run(_workload(target, _lowest_load(target)))
         return Miss(Rejection(gpu=gpu.id, kind="latency", reason=_latency_reason(sla, ttft, tpot, layout)),
-                    2.0 + _sla_excess(sla, ttft, tpot))
-    replicas = _replicas_needed(replica, target, n_max, space.headroom)
+                    LATENCY_MISS + min(_sla_excess(sla, ttft, tpot), 0.99))
+    replicas = _replicas_needed(target, load_max, space.headroom)
     count = replicas * layout.gpus_per_replica
     if count > space.max_gpus:
         return Miss(Rejection(gpu=gpu.id, kind="count", reason=(
             f"needs {count} GPUs ({replicas} replicas of tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}) "
-            f"> max {space.max_gpus}")), 1.0 + count / space.max_gpus)
+            f"> max {space.max_gpus}")), COUNT_MISS + min(count / space.max_gpus / 100, 0.99))
     return _plan(replica, offer, layout.model_copy(update={"replicas": replicas}), target,
-                 _load_per_replica(replica, target, replicas, n_max))
+                 _load_per_replica(target, replicas))
 
 
 def _plan(replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: ServingTarget, load: float) -> Plan:
@@ -190,7 +215,7 @@ def search(model: ModelSpec, offers: Sequence[GpuOffer], target: ServingTarget, 
         if not layouts:
             misses.setdefault(offer.gpu.id, []).append(Miss(Rejection(
                 gpu=offer.gpu.id, kind="layout", reason="no TP/PP layout divides the model's heads within the limits"),
-                4.0))
+                LAYOUT_MISS))
         for layout in layouts:
             result = evaluate(model, offer, layout, target, sla, space, cal)
             if isinstance(result, Plan):

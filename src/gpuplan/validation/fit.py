@@ -2,7 +2,8 @@
 
 Each factor enters as exp(x) so it stays positive; residuals are log(predicted / measured), so a
 2× over- and a 2× under-prediction weigh the same. ``soft_l1`` loss keeps one odd row from pulling
-a factor. A factor is fitted only when at least ``MIN_ROWS_PER_FACTOR`` rows exercise it; the
+a factor. A Gaussian prior in log space (ridge term (x − x_prior)/σ) keeps factors that only a
+few rows see near their physically motivated prior (``perf/data/priors.yaml``). A factor is fitted only when at least ``MIN_ROWS_PER_FACTOR`` rows exercise it; the
 others keep their prior value.
 """
 
@@ -16,37 +17,65 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from gpuplan.catalog import Catalog
-from gpuplan.perf.calibration import Calibration, FitProvenance
+from gpuplan.errors import GpuplanError
+from gpuplan.perf.calibration import DEFAULT_FAMILY, Calibration, FitProvenance
+from gpuplan.perf.roofline import tp_link
 from gpuplan.validation.cases import Case
 from gpuplan.validation.predict import predict_case
 
 MIN_ROWS_PER_FACTOR = 3
+PRIOR_SIGMA = {"step_overhead_s": 1.0, "layer_overhead_s": 1.0, "hop_latency_s": 1.0}
+"""Prior width in log space: 0.25 (≈ ±28 %) for efficiencies, 1.0 (≈ ×2.7) for latencies."""
+DEFAULT_PRIOR_SIGMA = 0.25
 FACTOR_BOUNDS = (0.02, 1.0)
-OVERHEAD_BOUNDS_S = (1e-5, 0.05)
+TIME_BOUNDS_S = {
+    "step_overhead_s": (1e-5, 5e-3),
+    "layer_overhead_s": (1e-7, 1e-3),
+    "hop_latency_s": (1e-7, 1e-4),
+}
+"""Physical ranges: a serving step's host work is 0.01-5 ms (vLLM V1 and TensorRT-LLM profiles); a
+kernel launch a few µs; one NVLink/PCIe ring hop 1-100 µs. Bounds stop one engine's few rows from
+explaining a link's latency as scheduler overhead."""
+REFERENCE_ENGINE = "trtllm"
+"""engine_efficiency is relative to TensorRT-LLM, which is fixed at 1.0."""
 
 Param = tuple[str, str]
 """(calibration field, key) — key '' for scalar fields."""
 
 
-def _rows_per_param(cases: Sequence[Case], catalog: Catalog) -> dict[Param, int]:
+def _row_params(case: Case, catalog: Catalog) -> list[Param]:
+    """The factors one row's prediction depends on."""
+    try:
+        gpu = catalog.get_gpu(case.get("gpu"))
+    except GpuplanError:
+        return []
+    engine = case.get("framework") or DEFAULT_FAMILY
+    params: list[Param] = [("compute_efficiency", gpu.family), ("bandwidth_efficiency", gpu.family),
+                           ("step_overhead_s", engine), ("layer_overhead_s", "")]
+    if engine != REFERENCE_ENGINE:
+        params.append(("engine_efficiency", engine))
+    if case.get("weight_dtype") in ("fp8", "fp4", "int8"):
+        params.append(("low_precision_compute_scale", ""))
+    tp = case.int_field("tp") or case.int_field("num_gpus") or 1
+    if tp > 1:
+        params += [("link_efficiency", ""), ("hop_latency_s", tp_link(gpu, tp)[0])]
+    return params
+
+
+def _fitted_params(cases: Sequence[Case], catalog: Catalog) -> list[Param]:
     counts: dict[Param, int] = {}
     for c in cases:
-        try:
-            family = catalog.get_gpu(c.get("gpu")).family
-        except Exception:  # noqa: BLE001 - an unknown GPU simply does not count towards any factor
-            continue
-        engine = c.get("framework") or "default"
-        for p in (("compute_efficiency", family), ("bandwidth_efficiency", family),
-                  ("engine_efficiency", engine), ("step_overhead_s", engine)):
+        for p in _row_params(c, catalog):
             counts[p] = counts.get(p, 0) + 1
-    counts[("low_precision_compute_scale", "")] = sum(c.get("weight_dtype") in ("fp8", "fp4", "int8") for c in cases)
-    counts[("link_efficiency", "")] = sum((c.int_field("tp") or 1) > 1 for c in cases)
-    return counts
+    return sorted(p for p, n in counts.items() if n >= MIN_ROWS_PER_FACTOR)
 
 
 def _get(cal: Calibration, p: Param) -> float:
+    """Current value of a factor; a key the prior lacks starts from its field's default entry."""
     value = getattr(cal, p[0])
-    return float(value[p[1]] if p[1] else value)
+    if not p[1]:
+        return float(value)
+    return float(value.get(p[1], value[DEFAULT_FAMILY]))
 
 
 def _with(cal: Calibration, params: Sequence[Param], values: np.ndarray) -> Calibration:
@@ -62,20 +91,18 @@ def _with(cal: Calibration, params: Sequence[Param], values: np.ndarray) -> Cali
 
 
 def _bounds(p: Param) -> tuple[float, float]:
-    return OVERHEAD_BOUNDS_S if p[0] == "step_overhead_s" else FACTOR_BOUNDS
+    return TIME_BOUNDS_S.get(p[0], FACTOR_BOUNDS)
 
 
 def fit_calibration(cases: Sequence[Case], catalog: Catalog, prior: Calibration, *, data: str,
                     command: str) -> tuple[Calibration, list[Param]]:
     """Fit the factors that enough ``cases`` exercise; return the new calibration and what was fitted."""
-    counts = _rows_per_param(cases, catalog)
-    params = [p for p, n in sorted(counts.items()) if n >= MIN_ROWS_PER_FACTOR and p[1] != "trtllm"
-              or p == ("step_overhead_s", "trtllm")]
-    params = [p for p in params if p[0] != "engine_efficiency" or p[1] not in ("trtllm", "default")]
-    x0 = np.log([min(max(_get(prior, p), _bounds(p)[0] * 1.01), _bounds(p)[1] * 0.99)
-                 if _has(prior, p) else 0.5 for p in params])
+    params = _fitted_params(cases, catalog)
+    x0 = np.log([min(max(_get(prior, p), _bounds(p)[0] * 1.01), _bounds(p)[1] * 0.99) for p in params])
     lower = np.log([_bounds(p)[0] for p in params])
     upper = np.log([_bounds(p)[1] for p in params])
+
+    sigma = np.asarray([PRIOR_SIGMA.get(p[0], DEFAULT_PRIOR_SIGMA) for p in params])
 
     def residuals(x: np.ndarray) -> np.ndarray:
         cal = _with(prior, params, np.exp(x))
@@ -83,7 +110,7 @@ def fit_calibration(cases: Sequence[Case], catalog: Catalog, prior: Calibration,
         for c in cases:
             r = predict_case(c, catalog, cal)
             out.append(math.log(r.predicted / r.measured) if r.predicted and r.measured > 0 else 0.0)
-        return np.asarray(out)
+        return np.concatenate([np.asarray(out), (x - x0) / sigma])
 
     result = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.3, diff_step=0.02)
     fitted = _with(prior, params, np.exp(result.x))
@@ -91,7 +118,3 @@ def fit_calibration(cases: Sequence[Case], catalog: Catalog, prior: Calibration,
                                rows=len(cases), command=command, fitted_on=date.today().isoformat())
     return fitted.model_copy(update={"provenance": provenance}), params
 
-
-def _has(cal: Calibration, p: Param) -> bool:
-    value = getattr(cal, p[0])
-    return not p[1] or p[1] in value

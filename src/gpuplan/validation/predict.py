@@ -161,10 +161,33 @@ def _float_or_none(raw: str | None) -> float | None:
 # --- inference_memory.csv ------------------------------------------------------------------------
 
 
+def _engine_version(case: Case) -> str | None:
+    """The row's engine version, or the V0/V1 generation its notes name."""
+    if case.get("framework_version"):
+        return case.get("framework_version")
+    reported = case.get("notes")
+    for generation in ("V0", "V1"):
+        if f"({generation}" in reported or f"{generation} engine" in reported:
+            return generation.lower()
+    return None
+
+
+def _expert_parallel(case: Case, tp: int) -> int:
+    """EP degree from a ``layout:`` note (vLLM -dp N with expert parallelism spreads experts over N GPUs)."""
+    notes = case.get("notes")
+    if "layout:" not in notes or "ep=" not in notes and "expert parallelism" not in notes:
+        return 1
+    if "ep=" in notes:
+        digits = notes.split("ep=", 1)[1].split(" ")[0].strip(",;")
+        return int(digits) if digits.isdigit() else 1
+    return tp
+
+
 def _memory_metric(case: Case, model: ModelSpec, gpu: GpuSpec) -> float:
     tp = case.int_field("tp") or case.int_field("num_gpus") or 1
-    layout = Layout(tp=tp, pp=case.int_field("pp") or 1, weight_dtype=_dtype(case.get("weight_dtype")),
-                    kv_dtype=case.get("kv_dtype") or None, engine=_engine(case),
+    layout = Layout(tp=tp, pp=case.int_field("pp") or 1, ep=_expert_parallel(case, tp),
+                    weight_dtype=_dtype(case.get("weight_dtype")), kv_dtype=case.get("kv_dtype") or None,
+                    engine=_engine(case), engine_version=_engine_version(case),
                     gpu_memory_utilization=case.float_field("gpu_memory_utilization"))
     max_len = case.int_field("max_model_len")
     mem = inference_memory(model, gpu, layout, max_model_len=max_len)

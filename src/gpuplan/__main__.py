@@ -1,0 +1,2 @@
+from gpuplan.cli import main
+main()
