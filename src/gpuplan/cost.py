@@ -70,8 +70,9 @@ def monthly_usd(*, usd_per_hour: float, hours_per_month: float = HOURS_PER_MONTH
     return usd_per_hour * hours_per_month
 
 
-def break_even_months(*, purchase_usd: float, cloud_usd_per_gpu_hour: float, tdp_watts: float,
-                      a: OwnershipAssumptions) -> float:
+def break_even_months(
+    *, purchase_usd: float, cloud_usd_per_gpu_hour: float, tdp_watts: float, a: OwnershipAssumptions
+) -> float:
     """Months of renting that pay for buying one GPU (with its server share); inf if never.
 
     Renting is compared at the same utilisation: a GPU you own costs power only while busy, a

@@ -47,11 +47,31 @@ DTYPES: dict[str, DType] = {
             "fp16",
             "E4M3 with one fp32 scale per 128x128 block (DeepSeek-V3 block FP8); per-tensor is ~1 byte",
         ),
-        DType("int8", _bits(8 + 16 / 128), "int8", "fp16", "W8A8 SmoothQuant-style, one fp16 scale per channel-group of 128"),
-        DType("int4", _bits(4 + 20 / 128), "fp16", "fp16", "AWQ/GPTQ group 128: fp16 scale + 4-bit zero per group"),
-        DType("nf4", _bits(4 + 8 / 64 + 32 / (64 * 256)), "bf16", "fp16", "QLoRA NF4, block 64, double-quantised scales"),
+        DType(
+            "int8",
+            _bits(8 + 16 / 128),
+            "int8",
+            "fp16",
+            "W8A8 SmoothQuant-style, one fp16 scale per channel-group of 128",
+        ),
+        DType(
+            "int4",
+            _bits(4 + 20 / 128),
+            "fp16",
+            "fp16",
+            "AWQ/GPTQ group 128: fp16 scale + 4-bit zero per group",
+        ),
+        DType(
+            "nf4",
+            _bits(4 + 8 / 64 + 32 / (64 * 256)),
+            "bf16",
+            "fp16",
+            "QLoRA NF4, block 64, double-quantised scales",
+        ),
         DType("fp4", _bits(4 + 8 / 16), "fp4", "fp8", "NVFP4: E2M1 with one FP8 scale per 16 elements"),
-        DType("mxfp4", _bits(4 + 8 / 32), "fp4", "fp8", "OCP MXFP4: E2M1 with one E8M0 scale per 32 elements"),
+        DType(
+            "mxfp4", _bits(4 + 8 / 32), "fp4", "fp8", "OCP MXFP4: E2M1 with one E8M0 scale per 32 elements"
+        ),
     )
 }
 
@@ -62,8 +82,19 @@ WEIGHT_DTYPE_NAMES = tuple(DTYPES)
 def get_dtype(name: str) -> DType:
     """Look up a dtype by name (case-insensitive), with did-you-mean on a miss."""
     key = name.strip().lower()
-    aliases = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "awq": "int4",
-               "gptq": "int4", "w4a16": "int4", "w8a8": "int8", "nvfp4": "fp4", "float8": "fp8", "e4m3": "fp8"}
+    aliases = {
+        "float16": "fp16",
+        "half": "fp16",
+        "bfloat16": "bf16",
+        "float32": "fp32",
+        "awq": "int4",
+        "gptq": "int4",
+        "w4a16": "int4",
+        "w8a8": "int8",
+        "nvfp4": "fp4",
+        "float8": "fp8",
+        "e4m3": "fp8",
+    }
     key = aliases.get(key, key)
     if key not in DTYPES:
         raise UnknownNameError("dtype", name, DTYPES, hint="run 'gpuplan dtypes' for the list")

@@ -24,7 +24,9 @@ class _Frozen(BaseModel):
 class HardwareSection(_Frozen):
     gpu: str | None = Field(default=None, description="one GPU id for predict / fit")
     count: int = Field(default=1, ge=1, le=100_000)
-    gpus: list[str] | None = Field(default=None, description="GPU ids the recommend search may use (all if absent)")
+    gpus: list[str] | None = Field(
+        default=None, description="GPU ids the recommend search may use (all if absent)"
+    )
     max_gpus: int = Field(default=64, ge=1, le=4096)
 
 
@@ -86,12 +88,16 @@ def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise FileFormatError(f"{origin}{where}: {problem}", hint="fix the YAML syntax") from None
     if not isinstance(data, dict):
-        raise FileFormatError(f"{origin}: expected a mapping with keys model, workload, ...; got "
-                              f"{type(data).__name__}", hint="see docs/scenarios.md")
+        raise FileFormatError(
+            f"{origin}: expected a mapping with keys model, workload, ...; got {type(data).__name__}",
+            hint="see docs/scenarios.md",
+        )
     try:
         return ScenarioFile.model_validate(data)
     except ValidationError as exc:
-        raise FileFormatError(f"{origin}: {describe_validation_error(exc)}", hint="see docs/scenarios.md") from None
+        raise FileFormatError(
+            f"{origin}: {describe_validation_error(exc)}", hint="see docs/scenarios.md"
+        ) from None
     except RecursionError:
         raise FileFormatError(f"{origin}: document nested too deeply") from None
 

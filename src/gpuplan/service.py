@@ -4,7 +4,6 @@ build one validated request, make one core call. No rendering here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,13 @@ from gpuplan.validation import ValidationReport, validate_file
 from gpuplan.validation.cases import read_cases
 
 
-def offers(catalog: Catalog, gpu_ids: Sequence[str] | None, *, price_kind: str = "on_demand",
-           usd_per_gpu_hour: float | None = None) -> list[GpuOffer]:
+def offers(
+    catalog: Catalog,
+    gpu_ids: Sequence[str] | None,
+    *,
+    price_kind: str = "on_demand",
+    usd_per_gpu_hour: float | None = None,
+) -> list[GpuOffer]:
     """GPU offers with prices; ``usd_per_gpu_hour`` overrides the catalog (only with one GPU)."""
     ids = list(gpu_ids) if gpu_ids else catalog.gpu_ids()
     if usd_per_gpu_hour is not None and len(ids) != 1:
@@ -37,30 +41,46 @@ def offers(catalog: Catalog, gpu_ids: Sequence[str] | None, *, price_kind: str =
         gpu = catalog.get_gpu(gid)
         price = catalog.price(gpu.id, price_kind)
         purchase = catalog.price(gpu.id, "purchase")
-        result.append(GpuOffer(
-            gpu=gpu,
-            usd_per_gpu_hour=usd_per_gpu_hour or (price.usd if price else None),
-            price_source="user override" if usd_per_gpu_hour else (
-                f"{price.provider} {price.as_of} {price.source_url}" if price else ""),
-            purchase_usd=purchase.usd if purchase else None,
-        ))
+        result.append(
+            GpuOffer(
+                gpu=gpu,
+                usd_per_gpu_hour=usd_per_gpu_hour or (price.usd if price else None),
+                price_source="user override"
+                if usd_per_gpu_hour
+                else (f"{price.provider} {price.as_of} {price.source_url}" if price else ""),
+                purchase_usd=purchase.usd if purchase else None,
+            )
+        )
     return result
 
 
-def recommend_from_scenario(sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None) -> Recommendation:
+def recommend_from_scenario(
+    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None
+) -> Recommendation:
     """``recommend`` on a scenario document."""
     model = get_model(sc.model)
-    target = ServingTarget(input_tokens=sc.workload.input_tokens, output_tokens=sc.workload.output_tokens,
-                           rate_rps=sc.workload.rate_rps, concurrency=sc.workload.concurrency)
+    target = ServingTarget(
+        input_tokens=sc.workload.input_tokens,
+        output_tokens=sc.workload.output_tokens,
+        rate_rps=sc.workload.rate_rps,
+        concurrency=sc.workload.concurrency,
+    )
     space = SearchSpace(
-        weight_dtypes=tuple(sc.precision.allowed or ("bf16", "fp8", "int4")), max_gpus=sc.hardware.max_gpus,
-        engine=sc.engine, max_usd_per_hour=sc.prices.max_usd_per_hour,
+        weight_dtypes=tuple(sc.precision.allowed or ("bf16", "fp8", "int4")),
+        max_gpus=sc.hardware.max_gpus,
+        engine=sc.engine,
+        max_usd_per_hour=sc.prices.max_usd_per_hour,
     )
     gpus = sc.hardware.gpus or ([sc.hardware.gpu] if sc.hardware.gpu else None)
-    return recommend(model, offers(catalog, gpus, price_kind=sc.prices.kind,
-                                   usd_per_gpu_hour=sc.prices.usd_per_gpu_hour),
-                     target, sla=Sla(ttft_ms=sc.sla.ttft_ms, tpot_ms=sc.sla.tpot_ms), space=space,
-                     objective=sc.objective, cal=cal or default_calibration())
+    return recommend(
+        model,
+        offers(catalog, gpus, price_kind=sc.prices.kind, usd_per_gpu_hour=sc.prices.usd_per_gpu_hour),
+        target,
+        sla=Sla(ttft_ms=sc.sla.ttft_ms, tpot_ms=sc.sla.tpot_ms),
+        space=space,
+        objective=sc.objective,
+        cal=cal or default_calibration(),
+    )
 
 
 class PredictResult(BaseModel):
@@ -81,36 +101,64 @@ def _layout(sc: ScenarioFile, model: ModelSpec, gpu: GpuSpec) -> Layout:
     count = sc.hardware.count
     tp = sc.parallelism.tp or count // sc.parallelism.pp
     if tp < 1 or count % (tp * sc.parallelism.pp):
-        raise UserInputError(f"hardware.count={count} is not a multiple of tp x pp = {tp}x{sc.parallelism.pp}",
-                             hint="make count = tp x pp x replicas")
-    layout = Layout(tp=tp, pp=sc.parallelism.pp, ep=sc.parallelism.ep, replicas=count // (tp * sc.parallelism.pp),
-                    weight_dtype=sc.precision.weights, kv_dtype=sc.precision.kv_cache, engine=sc.engine,
-                    gpu_memory_utilization=sc.gpu_memory_utilization)
+        raise UserInputError(
+            f"hardware.count={count} is not a multiple of tp x pp = {tp}x{sc.parallelism.pp}",
+            hint="make count = tp x pp x replicas",
+        )
+    layout = Layout(
+        tp=tp,
+        pp=sc.parallelism.pp,
+        ep=sc.parallelism.ep,
+        replicas=count // (tp * sc.parallelism.pp),
+        weight_dtype=sc.precision.weights,
+        kv_dtype=sc.precision.kv_cache,
+        engine=sc.engine,
+        gpu_memory_utilization=sc.gpu_memory_utilization,
+    )
     check_layout(model, gpu, layout)
     return layout
 
 
 def _gpu(sc: ScenarioFile, catalog: Catalog) -> GpuSpec:
     if not sc.hardware.gpu:
-        raise UserInputError("hardware.gpu is required for this command", hint="e.g. hardware: {gpu: H100-SXM, count: 2}")
+        raise UserInputError(
+            "hardware.gpu is required for this command", hint="e.g. hardware: {gpu: H100-SXM, count: 2}"
+        )
     return catalog.get_gpu(sc.hardware.gpu)
 
 
-def predict_from_scenario(sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None) -> PredictResult:
+def predict_from_scenario(
+    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None
+) -> PredictResult:
     """``predict``: latency and throughput of one deployment on one workload."""
     from gpuplan.cost import usd_per_million_tokens
 
     model, gpu = get_model(sc.model), _gpu(sc, catalog)
     layout = _layout(sc, model, gpu)
-    workload = InferenceWorkload(scenario=sc.workload.scenario, input_tokens=sc.workload.input_tokens,
-                                 output_tokens=sc.workload.output_tokens,
-                                 concurrency=sc.workload.concurrency, batch_size=sc.workload.batch_size)
+    workload = InferenceWorkload(
+        scenario=sc.workload.scenario,
+        input_tokens=sc.workload.input_tokens,
+        output_tokens=sc.workload.output_tokens,
+        concurrency=sc.workload.concurrency,
+        batch_size=sc.workload.batch_size,
+    )
     prediction = predict_inference(model, gpu, layout, workload, cal=cal)
     price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
     per_hour = price * layout.num_gpus if price else None
-    per_m = usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=prediction.output_tokens_per_s) if per_hour else None
-    return PredictResult(model=model.id, gpu=gpu.id, layout=layout, workload=workload, prediction=prediction,
-                         usd_per_hour=per_hour, usd_per_million_output_tokens=per_m)
+    per_m = (
+        usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=prediction.output_tokens_per_s)
+        if per_hour
+        else None
+    )
+    return PredictResult(
+        model=model.id,
+        gpu=gpu.id,
+        layout=layout,
+        workload=workload,
+        prediction=prediction,
+        usd_per_hour=per_hour,
+        usd_per_million_output_tokens=per_m,
+    )
 
 
 class FitResult(BaseModel):
@@ -124,13 +172,32 @@ class FitResult(BaseModel):
     memory: InferenceMemory
 
 
-def fit(model_id: str, gpu_id: str, catalog: Catalog, *, count: int, tp: int | None, pp: int, weight_dtype: str,
-        kv_dtype: str | None, engine: str, context_tokens: int | None, utilization: float | None) -> FitResult:
+def fit(
+    model_id: str,
+    gpu_id: str,
+    catalog: Catalog,
+    *,
+    count: int,
+    tp: int | None,
+    pp: int,
+    weight_dtype: str,
+    kv_dtype: str | None,
+    engine: str,
+    context_tokens: int | None,
+    utilization: float | None,
+) -> FitResult:
     """Does it fit, and how much KV is left."""
     model, gpu = get_model(model_id), catalog.get_gpu(gpu_id)
     sc_tp = tp or count // pp
-    layout = Layout(tp=sc_tp, pp=pp, replicas=max(count // (sc_tp * pp), 1), weight_dtype=weight_dtype,
-                    kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=utilization)
+    layout = Layout(
+        tp=sc_tp,
+        pp=pp,
+        replicas=max(count // (sc_tp * pp), 1),
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        engine=engine,
+        gpu_memory_utilization=utilization,
+    )
     check_layout(model, gpu, layout)
     mem = inference_memory(model, gpu, layout, max_model_len=context_tokens)
     return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem)
@@ -156,14 +223,21 @@ def validate(path: Path, catalog: Catalog, cal: Calibration, *, grades: Sequence
     return validate_file(path, catalog=catalog, cal=cal, grades=grades)
 
 
-def refit(path: Path, catalog: Catalog, prior: Calibration, *, grades: Sequence[str], out: Path) -> Calibration:
+def refit(
+    path: Path, catalog: Catalog, prior: Calibration, *, grades: Sequence[str], out: Path
+) -> Calibration:
     """Fit the calibration factors on a CSV's rows and write them (YAML) to ``out``."""
     from gpuplan.validation.fit import fit_calibration
 
     _, cases = read_cases(path)
     chosen = [c for c in cases if c.quality in set(grades)]
-    cal, _ = fit_calibration(chosen, catalog, prior_calibration(), data=f"{path.name} grades {','.join(grades)}",
-                             command=f"gpuplan validate {path.name} --grades {','.join(grades)} --fit-out {out.name}")
+    cal, _ = fit_calibration(
+        chosen,
+        catalog,
+        prior_calibration(),
+        data=f"{path.name} grades {','.join(grades)}",
+        command=f"gpuplan validate {path.name} --grades {','.join(grades)} --fit-out {out.name}",
+    )
     try:
         out.write_text(yaml.safe_dump(cal.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     except OSError as exc:

@@ -39,9 +39,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
@@ -108,8 +106,12 @@ def read_prices_csv(text: str, origin: str, error: type[GpuplanError]) -> list[P
     missing = sorted(_REQUIRED_PRICE_COLUMNS - header)
     if unknown or missing:
         detail = "; ".join(
-            s for s in (f"unknown column(s) {unknown}" if unknown else "",
-                        f"missing column(s) {missing}" if missing else "") if s
+            s
+            for s in (
+                f"unknown column(s) {unknown}" if unknown else "",
+                f"missing column(s) {missing}" if missing else "",
+            )
+            if s
         )
         raise error(f"{origin} line 1: {detail} (expected {', '.join(PRICE_COLUMNS)})")
     entries = []

@@ -58,8 +58,10 @@ def build_index(specs: Iterable[GpuSpec], origin: str, error: type[GpuplanError]
             key = normalize_name(name)
             owner = index.setdefault(key, spec.id)
             if owner != spec.id:
-                raise error(f"{origin}: name {name!r} of GPU {spec.id} is already a name of GPU {owner}",
-                            hint="make ids and aliases unique")
+                raise error(
+                    f"{origin}: name {name!r} of GPU {spec.id} is already a name of GPU {owner}",
+                    hint="make ids and aliases unique",
+                )
     return index
 
 
@@ -161,8 +163,10 @@ class _Builder:
     def add_user_gpu(self, data: Any, origin: str) -> None:
         """Add a new GPU, or deep-merge a partial override onto an existing one and re-validate."""
         if not isinstance(data, Mapping) or not isinstance(data.get("id"), str):
-            raise FileFormatError(f"{origin}: each GPU entry must be a mapping with an 'id:' string",
-                                  hint="see src/gpuplan/catalog/README.md")
+            raise FileFormatError(
+                f"{origin}: each GPU entry must be a mapping with an 'id:' string",
+                hint="see src/gpuplan/catalog/README.md",
+            )
         existing = self.resolve(data["id"])
         if existing is None:
             spec = validate_gpu(data, origin, FileFormatError)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpuplan.cli.commands import app
+from gpuplan.cli import commands as _commands  # noqa: F401  (registers the commands on ``app``)
+from gpuplan.cli.app import app
 
 
 def main() -> None:

@@ -19,8 +19,12 @@ from gpuplan.cli.render import error
 from gpuplan.errors import GpuplanError, UserInputError
 from gpuplan.scenario import describe_validation_error
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Which GPU, how many, at what cost, for this model and workload - and how sure are we.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Which GPU, how many, at what cost, for this model and workload - and how sure are we.",
+)
 
 Format = Literal["table", "json"]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table or json")]
@@ -53,4 +57,3 @@ def fmt(value: str) -> Format:
 
 def catalog_from(files: list[Path] | None) -> Catalog:
     return load_catalog(extra_files=tuple(files or ()))
-

@@ -56,15 +56,29 @@ def fit_cmd(
     format: FormatOpt = "table",
 ) -> None:
     """Does it fit? Memory breakdown per GPU and the KV capacity left for requests."""
-    result = service.fit(model, gpu, catalog_from(catalog), count=count, tp=tp, pp=pp, weight_dtype=dtype,
-                         kv_dtype=kv_dtype, engine=engine, context_tokens=context, utilization=utilization)
+    result = service.fit(
+        model,
+        gpu,
+        catalog_from(catalog),
+        count=count,
+        tp=tp,
+        pp=pp,
+        weight_dtype=dtype,
+        kv_dtype=kv_dtype,
+        engine=engine,
+        context_tokens=context,
+        utilization=utilization,
+    )
     views.fit(result, fmt(format))
 
 
 @app.command()
 @guarded
-def predict(scenario: Annotated[Path, typer.Argument(help="scenario YAML")], catalog: CatalogOpt = None,
-            format: FormatOpt = "table") -> None:
+def predict(
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML")],
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
     """Latency, throughput and cost of one deployment on one workload."""
     result = service.predict_from_scenario(load_scenario(scenario), catalog_from(catalog))
     views.predict(result, fmt(format))
@@ -98,15 +112,25 @@ def recommend(
         sc = load_scenario(scenario)
     else:
         if not (model and input_tokens and output_tokens):
-            raise UserInputError("recommend needs a scenario file, --example, or --model, --input-tokens and "
-                                 "--output-tokens with --rate or --concurrency")
+            raise UserInputError(
+                "recommend needs a scenario file, --example, or --model, --input-tokens and "
+                "--output-tokens with --rate or --concurrency"
+            )
         doc = {
-            "model": model, "engine": engine, "objective": objective,
-            "workload": {"input_tokens": input_tokens, "output_tokens": output_tokens, "rate_rps": rate,
-                         "concurrency": concurrency},
+            "model": model,
+            "engine": engine,
+            "objective": objective,
+            "workload": {
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "rate_rps": rate,
+                "concurrency": concurrency,
+            },
             "sla": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms},
-            "hardware": {"gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
-                         "max_gpus": max_gpus},
+            "hardware": {
+                "gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
+                "max_gpus": max_gpus,
+            },
             "precision": {"allowed": [d.strip() for d in dtypes.split(",") if d.strip()]},
             "prices": {"max_usd_per_hour": budget},
         }
@@ -119,7 +143,9 @@ def recommend(
 def validate(
     cases: Annotated[Path, typer.Argument(help="a validation CSV (inference, inference_memory, ...)")],
     grades: Annotated[str, typer.Option(help="quality grades to include")] = "A,B",
-    fit_out: Annotated[Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")] = None,
+    fit_out: Annotated[
+        Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")
+    ] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:

@@ -41,7 +41,9 @@ def error(message: str) -> None:
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     t = Table(title=title, title_justify="left", header_style="bold")
     for c in columns:
-        t.add_column(c, justify="left" if c in ("id", "gpu", "model", "metric", "reason", "layout") else "right")
+        t.add_column(
+            c, justify="left" if c in ("id", "gpu", "model", "metric", "reason", "layout") else "right"
+        )
     for r in rows:
         t.add_row(*[_cell(v) for v in r])
     console.print(t)

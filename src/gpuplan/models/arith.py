@@ -100,8 +100,12 @@ def param_counts(spec: ModelSpec) -> ParamCounts:
         idle = n_moe * (spec.moe.num_experts - spec.moe.top_k) * expert
     total = embedding + lm_head + dense + routed
     return ParamCounts(
-        total=total, active=total - idle, embedding=embedding, lm_head=lm_head,
-        expert_params_per_expert_per_layer=expert, dense_non_embedding=dense,
+        total=total,
+        active=total - idle,
+        embedding=embedding,
+        lm_head=lm_head,
+        expert_params_per_expert_per_layer=expert,
+        dense_non_embedding=dense,
     )
 
 

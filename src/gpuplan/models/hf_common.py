@@ -17,8 +17,16 @@ MAX_LAYERS = 100_000
 Fields = dict[str, Any]
 """ModelSpec keyword arguments produced by a family parser (metadata is added by :func:`assemble`)."""
 
-_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16",
-           "float32": "fp32", "fp32": "fp32", "float": "fp32"}
+_DTYPES = {
+    "bfloat16": "bf16",
+    "bf16": "bf16",
+    "float16": "fp16",
+    "fp16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "fp32": "fp32",
+    "float": "fp32",
+}
 _SLIDING_TYPES = {"sliding_attention": True, "chunked_attention": True, "full_attention": False}
 
 
@@ -58,9 +66,14 @@ class Core:
     def fields(self) -> Fields:
         """The ModelSpec fields the core fixes."""
         return {
-            "num_layers": self.num_layers, "hidden_size": self.hidden, "vocab_size": self.vocab,
-            "num_attention_heads": self.heads, "num_kv_heads": self.kv_heads, "head_dim": self.head_dim,
-            "tie_word_embeddings": self.tie, "max_position_embeddings": self.max_pos,
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden,
+            "vocab_size": self.vocab,
+            "num_attention_heads": self.heads,
+            "num_kv_heads": self.kv_heads,
+            "head_dim": self.head_dim,
+            "tie_word_embeddings": self.tie,
+            "max_position_embeddings": self.max_pos,
             "attention": attention_kind(self.heads, self.kv_heads),
         }
 
@@ -97,9 +110,13 @@ def read_core(
     if n_heads is not None and n_kv is not None and n_heads % n_kv:
         raise r.error(kv_heads[0], f"= {n_kv} does not divide the {n_heads} attention heads")
     return Core(
-        num_layers=r.first_int(layers, maximum=MAX_LAYERS), hidden=hidden_size, heads=n_heads, kv_heads=n_kv,
+        num_layers=r.first_int(layers, maximum=MAX_LAYERS),
+        hidden=hidden_size,
+        heads=n_heads,
+        kv_heads=n_kv,
         head_dim=dim,
-        vocab=r.first_int(vocab), tie=r.flag("tie_word_embeddings", tie_default),
+        vocab=r.first_int(vocab),
+        tie=r.flag("tie_word_embeddings", tie_default),
         max_pos=_opt_first(r, max_pos),
     )
 
@@ -141,8 +158,9 @@ def kv_groups(
         window = r.opt_int(window_key)
         if window is None:
             raise r.missing(window_key, "an int >= 1: some layers use local attention")
-        groups.append(KvGroup(num_layers=sliding, elements_per_token_per_layer=elements,
-                              window_tokens=window))
+        groups.append(
+            KvGroup(num_layers=sliding, elements_per_token_per_layer=elements, window_tokens=window)
+        )
     return tuple(groups)
 
 
@@ -186,8 +204,12 @@ def assemble(root: ConfigReader, *, model_type: str, fields: Fields) -> ModelSpe
     total, active = _reported(root)
     dtype_raw = root.text("torch_dtype") or root.text("dtype") or "bfloat16"
     meta: Fields = {
-        "id": root.model_id, "model_type": model_type, "torch_dtype": _DTYPES.get(dtype_raw.lower(), "bf16"),
-        "params_reported": total, "active_params_reported": active, "source": _sources(root),
+        "id": root.model_id,
+        "model_type": model_type,
+        "torch_dtype": _DTYPES.get(dtype_raw.lower(), "bf16"),
+        "params_reported": total,
+        "active_params_reported": active,
+        "source": _sources(root),
     }
     try:
         return ModelSpec(**meta, **fields)

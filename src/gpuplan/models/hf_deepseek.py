@@ -23,8 +23,10 @@ MLA_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2"})
 
 def _mla(r: ConfigReader) -> MlaSpec:
     return MlaSpec(
-        q_lora_rank=r.opt_int("q_lora_rank"), kv_lora_rank=r.integer("kv_lora_rank"),
-        qk_nope_head_dim=r.integer("qk_nope_head_dim"), qk_rope_head_dim=r.integer("qk_rope_head_dim"),
+        q_lora_rank=r.opt_int("q_lora_rank"),
+        kv_lora_rank=r.integer("kv_lora_rank"),
+        qk_nope_head_dim=r.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=r.integer("qk_rope_head_dim"),
         v_head_dim=r.integer("v_head_dim"),
     )
 
@@ -43,8 +45,12 @@ def _moe(r: ConfigReader, core: Core) -> tuple[MoeSpec | None, int, int]:
     width = r.integer("moe_intermediate_size")
     shared = r.integer("n_shared_experts", 0, minimum=0)
     moe = MoeSpec(
-        num_experts=experts, top_k=r.integer("num_experts_per_tok"), expert_intermediate_size=width,
-        num_moe_layers=n_moe, num_shared_experts=shared, shared_intermediate_size=shared * width,
+        num_experts=experts,
+        top_k=r.integer("num_experts_per_tok"),
+        expert_intermediate_size=width,
+        num_moe_layers=n_moe,
+        num_shared_experts=shared,
+        shared_intermediate_size=shared * width,
     )
     bias = experts * n_moe if r.text("topk_method") == "noaux_tc" else 0
     return moe, core.num_layers - n_moe, bias
@@ -66,7 +72,9 @@ def parse_deepseek(r: ConfigReader, model_type: str) -> Fields:
         if r.flag("attention_bias", False):
             norms += core.qkv_bias + core.hidden
     return fields | {
-        "intermediate_size": r.integer("intermediate_size"), "mlp_kind": "gated", "moe": moe,
+        "intermediate_size": r.integer("intermediate_size"),
+        "mlp_kind": "gated",
+        "moe": moe,
         "num_dense_mlp_layers": dense_layers,
         "extra_params": core.num_layers * norms + core.hidden + router_bias,
         "kv_groups": (KvGroup(num_layers=core.num_layers, elements_per_token_per_layer=elements),),

@@ -70,9 +70,12 @@ def _moe(r: ConfigReader, core: Core, n_moe: int) -> tuple[MoeSpec | None, int]:
     has_shared = r.integer("n_shared_experts", 1, minimum=0) > 0
     shared = r.integer("moe_shared_expert_intermediate_size", 0, minimum=0) if has_shared else 0
     moe = MoeSpec(
-        num_experts=experts, top_k=r.integer("num_experts_per_tok"),
-        expert_intermediate_size=r.integer("moe_intermediate_size"), num_moe_layers=n_moe,
-        num_shared_experts=1 if shared else 0, shared_intermediate_size=shared,
+        num_experts=experts,
+        top_k=r.integer("num_experts_per_tok"),
+        expert_intermediate_size=r.integer("moe_intermediate_size"),
+        num_moe_layers=n_moe,
+        num_shared_experts=1 if shared else 0,
+        shared_intermediate_size=shared,
         latent_size=r.opt_int("moe_latent_size"),
     )
     return moe, experts * n_moe
@@ -98,8 +101,13 @@ def parse_nemotron_h(r: ConfigReader, _t: str) -> Fields:
     if not counts["*"]:
         fields["attention"] = "none"
     return fields | {
-        "intermediate_size": width, "mlp_kind": "plain", "moe": moe, "num_attention_layers": counts["*"],
-        "num_dense_mlp_layers": counts["-"], "extra_params": extra, "kv_groups": groups,
+        "intermediate_size": width,
+        "mlp_kind": "plain",
+        "moe": moe,
+        "num_attention_layers": counts["*"],
+        "num_dense_mlp_layers": counts["-"],
+        "extra_params": extra,
+        "kv_groups": groups,
     }
 
 

@@ -16,7 +16,9 @@ from gpuplan.models.hf_common import Core, Fields, attention_kind, kv_groups, ml
 
 def _decoder_fields(r: ConfigReader, core: Core, *, width: int, extra: int, kind: str = "plain") -> Fields:
     return core.fields() | {
-        "intermediate_size": width, "mlp_kind": kind, "extra_params": extra,
+        "intermediate_size": width,
+        "mlp_kind": kind,
+        "extra_params": extra,
         "kv_groups": kv_groups(r, (False,) * core.num_layers, elements=core.kv_elements),
     }
 
@@ -29,9 +31,14 @@ def _with_kv(core: Core, kv_heads: int, r: ConfigReader, key: str) -> Core:
 
 def parse_gptj(r: ConfigReader, _t: str) -> Fields:
     """GPT-J: parallel attention+MLP, biasless q/k/v/out, fc_in/fc_out with bias, lm_head with bias."""
-    core = read_core(r, layers=("n_layer", "num_hidden_layers"), hidden=("n_embd", "hidden_size"),
-                     heads=("n_head", "num_attention_heads"), kv_heads=(),
-                     max_pos=("n_positions", "max_position_embeddings"))
+    core = read_core(
+        r,
+        layers=("n_layer", "num_hidden_layers"),
+        hidden=("n_embd", "hidden_size"),
+        heads=("n_head", "num_attention_heads"),
+        kv_heads=(),
+        max_pos=("n_positions", "max_position_embeddings"),
+    )
     width = r.integer("n_inner", 4 * core.hidden)
     per_layer = 2 * core.hidden + width + core.hidden
     extra = core.num_layers * per_layer + 2 * core.hidden + core.vocab
@@ -42,8 +49,13 @@ def parse_falcon(r: ConfigReader, _t: str) -> Fields:
     """Falcon: fused query_key_value, 4h MLP, parallel attention; the new decoder architecture
     (40B/180B) has ``num_kv_heads`` and two LayerNorms per layer, the old one (7B) is MQA with one."""
     new_arch = r.flag("new_decoder_architecture", False)
-    core = read_core(r, layers=("num_hidden_layers", "n_layer"), heads=("num_attention_heads", "n_head"),
-                     kv_heads=("num_kv_heads",) if new_arch else (), tie_default=True)
+    core = read_core(
+        r,
+        layers=("num_hidden_layers", "n_layer"),
+        heads=("num_attention_heads", "n_head"),
+        kv_heads=("num_kv_heads",) if new_arch else (),
+        tie_default=True,
+    )
     if not new_arch and r.flag("multi_query", True):
         core = _with_kv(core, 1, r, "multi_query")
     width = r.integer("ffn_hidden_size", 4 * core.hidden)
@@ -60,8 +72,15 @@ def parse_mpt(r: ConfigReader, _t: str) -> Fields:
     table of ``max_seq_len`` rows unless ALiBi/RoPE is on (llm-foundry turns it off then);
     ``no_bias`` removes every bias, LayerNorm biases included."""
     attn = r.sub("attn_config")
-    core = read_core(r, layers=("n_layers",), hidden=("d_model",), heads=("n_heads",), kv_heads=(),
-                     max_pos=("max_seq_len",), tie_default=True)
+    core = read_core(
+        r,
+        layers=("n_layers",),
+        hidden=("d_model",),
+        heads=("n_heads",),
+        kv_heads=(),
+        max_pos=("max_seq_len",),
+        tie_default=True,
+    )
     attn_type = attn.text("attn_type", "multihead_attention")
     if attn_type == "multiquery_attention":
         core = _with_kv(core, 1, attn, "attn_type")
@@ -97,9 +116,15 @@ def parse_opt(r: ConfigReader, _t: str) -> Fields:
 
 def parse_bloom(r: ConfigReader, _t: str) -> Fields:
     """BLOOM: ALiBi, LayerNorm after the embedding, 4h GELU MLP, biases (13·h per layer), tied."""
-    core = read_core(r, layers=("n_layer", "num_hidden_layers"), hidden=("hidden_size", "n_embed"),
-                     heads=("n_head", "num_attention_heads"), kv_heads=(), max_pos=("seq_length",),
-                     tie_default=True)
+    core = read_core(
+        r,
+        layers=("n_layer", "num_hidden_layers"),
+        hidden=("hidden_size", "n_embed"),
+        heads=("n_head", "num_attention_heads"),
+        kv_heads=(),
+        max_pos=("seq_length",),
+        tie_default=True,
+    )
     width = 4 * core.hidden
     extra = core.num_layers * 13 * core.hidden + 4 * core.hidden
     return _decoder_fields(r, core, width=width, extra=extra)
@@ -127,8 +152,12 @@ def parse_bert(r: ConfigReader, _t: str) -> Fields:
     per_layer = 4 * h + 2 * 2 * h + width + h
     extra = r.integer("type_vocab_size", 2, minimum=0) * h + 2 * h + core.num_layers * per_layer + h * h + h
     return core.fields() | {
-        "intermediate_size": width, "mlp_kind": "plain", "extra_params": extra, "tie_word_embeddings": True,
-        "learned_position_embeddings": rows, "kv_groups": (),
+        "intermediate_size": width,
+        "mlp_kind": "plain",
+        "extra_params": extra,
+        "tie_word_embeddings": True,
+        "learned_position_embeddings": rows,
+        "kv_groups": (),
     }
 
 

@@ -71,8 +71,10 @@ def _dense(_r: ConfigReader, core: Core) -> MoeParts:
 def _mixtral_moe(r: ConfigReader, core: Core) -> MoeParts:
     """Every layer is MoE; ``intermediate_size`` is the per-expert width."""
     moe = MoeSpec(
-        num_experts=r.integer("num_local_experts"), top_k=r.integer("num_experts_per_tok"),
-        expert_intermediate_size=r.integer("intermediate_size"), num_moe_layers=core.num_layers,
+        num_experts=r.integer("num_local_experts"),
+        top_k=r.integer("num_experts_per_tok"),
+        expert_intermediate_size=r.integer("intermediate_size"),
+        num_moe_layers=core.num_layers,
     )
     return moe, 0, 0
 
@@ -87,9 +89,12 @@ def _qwen_moe(r: ConfigReader, core: Core) -> MoeParts:
         return None, core.num_layers, 0
     shared = r.integer("shared_expert_intermediate_size", 0, minimum=0)
     moe = MoeSpec(
-        num_experts=r.first_int(("num_experts", "num_local_experts")), top_k=r.integer("num_experts_per_tok"),
-        expert_intermediate_size=r.integer("moe_intermediate_size"), num_moe_layers=n_moe,
-        num_shared_experts=1 if shared else 0, shared_intermediate_size=shared,
+        num_experts=r.first_int(("num_experts", "num_local_experts")),
+        top_k=r.integer("num_experts_per_tok"),
+        expert_intermediate_size=r.integer("moe_intermediate_size"),
+        num_moe_layers=n_moe,
+        num_shared_experts=1 if shared else 0,
+        shared_intermediate_size=shared,
     )
     return moe, core.num_layers - n_moe, (core.hidden * n_moe if shared else 0)
 
@@ -105,9 +110,12 @@ def _llama4_moe(r: ConfigReader, core: Core) -> MoeParts:
         return None, core.num_layers, 0
     width = r.integer("intermediate_size")
     moe = MoeSpec(
-        num_experts=r.integer("num_local_experts"), top_k=r.integer("num_experts_per_tok"),
-        expert_intermediate_size=width, num_moe_layers=n_moe,
-        num_shared_experts=1, shared_intermediate_size=width,
+        num_experts=r.integer("num_local_experts"),
+        top_k=r.integer("num_experts_per_tok"),
+        expert_intermediate_size=width,
+        num_moe_layers=n_moe,
+        num_shared_experts=1,
+        shared_intermediate_size=width,
     )
     return moe, core.num_layers - n_moe, 0
 
@@ -118,8 +126,10 @@ def _gpt_oss_moe(r: ConfigReader, core: Core) -> MoeParts:
     width = r.integer("intermediate_size")
     experts = r.integer("num_local_experts")
     moe = MoeSpec(
-        num_experts=experts, top_k=r.first_int(("num_experts_per_tok", "experts_per_token")),
-        expert_intermediate_size=width, num_moe_layers=core.num_layers,
+        num_experts=experts,
+        top_k=r.first_int(("num_experts_per_tok", "experts_per_token")),
+        expert_intermediate_size=width,
+        num_moe_layers=core.num_layers,
         expert_extra_params=2 * width + core.hidden,
     )
     return moe, 0, experts * core.num_layers
@@ -182,7 +192,10 @@ def parse_llama_like(r: ConfigReader, model_type: str) -> Fields:
     window_key = "attention_chunk_size" if model_type == "llama4_text" else "sliding_window"
     extra = core.num_layers * _layer_extra(r, core, fam, width) + core.hidden + moe_extra
     return core.fields() | {
-        "intermediate_size": width, "mlp_kind": "gated", "moe": moe, "num_dense_mlp_layers": dense_layers,
+        "intermediate_size": width,
+        "mlp_kind": "gated",
+        "moe": moe,
+        "num_dense_mlp_layers": dense_layers,
         "extra_params": extra,
         "kv_groups": kv_groups(r, mask, elements=core.kv_elements, window_key=window_key),
     }

@@ -18,8 +18,12 @@ from gpuplan.models.hf_common import Fields, kv_groups, read_core
 
 def parse_qwen_v1(r: ConfigReader, _model_type: str) -> Fields:
     """Qwen-1 (Qwen-1_8B/7B/14B/72B)."""
-    core = read_core(r, head_dim=("kv_channels", "head_dim"), kv_heads=(),
-                     max_pos=("max_position_embeddings", "seq_length"))
+    core = read_core(
+        r,
+        head_dim=("kv_channels", "head_dim"),
+        kv_heads=(),
+        max_pos=("max_position_embeddings", "seq_length"),
+    )
     full = r.integer("intermediate_size", minimum=2)
     if full % 2:
         raise r.error("intermediate_size", f"= {full} is odd (Qwen v1 splits it into two equal branches)")
@@ -28,7 +32,8 @@ def parse_qwen_v1(r: ConfigReader, _model_type: str) -> Fields:
     if not r.flag("no_bias", True):
         per_layer += core.hidden + 2 * width + core.hidden
     return core.fields() | {
-        "intermediate_size": width, "mlp_kind": "gated",
+        "intermediate_size": width,
+        "mlp_kind": "gated",
         "extra_params": core.num_layers * per_layer + core.hidden,
         "kv_groups": kv_groups(r, (False,) * core.num_layers, elements=core.kv_elements),
     }
@@ -38,8 +43,11 @@ def parse_chatglm(r: ConfigReader, _model_type: str) -> Fields:
     """ChatGLM2/3 and GLM-4 (``ChatGLMForConditionalGeneration``)."""
     mqa = r.flag("multi_query_attention", False)
     core = read_core(
-        r, layers=("num_layers", "num_hidden_layers"), vocab=("padded_vocab_size", "vocab_size"),
-        kv_heads=("multi_query_group_num",) if mqa else (), head_dim=("kv_channels", "head_dim"),
+        r,
+        layers=("num_layers", "num_hidden_layers"),
+        vocab=("padded_vocab_size", "vocab_size"),
+        kv_heads=("multi_query_group_num",) if mqa else (),
+        head_dim=("kv_channels", "head_dim"),
         max_pos=("seq_length", "max_position_embeddings"),
     )
     width = r.integer("ffn_hidden_size")
@@ -51,6 +59,8 @@ def parse_chatglm(r: ConfigReader, _model_type: str) -> Fields:
         per_layer += core.hidden + 2 * width + core.hidden
     final = core.hidden * (1 if r.flag("rmsnorm", True) else 2) if r.flag("post_layer_norm", True) else 0
     return core.fields() | {
-        "intermediate_size": width, "mlp_kind": "gated", "extra_params": core.num_layers * per_layer + final,
+        "intermediate_size": width,
+        "mlp_kind": "gated",
+        "extra_params": core.num_layers * per_layer + final,
         "kv_groups": kv_groups(r, (False,) * core.num_layers, elements=core.kv_elements),
     }

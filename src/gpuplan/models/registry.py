@@ -182,9 +182,14 @@ def list_models() -> list[ModelSummary]:
     for hf_id in bundled_ids():
         spec = _bundled(hf_id)
         counts = arith.param_counts(spec)
-        out.append(ModelSummary(
-            id=spec.id, model_type=spec.model_type, attention=spec.attention,
-            params_b=counts.total / 1e9, active_params_b=counts.active / 1e9,
-            kv_bytes_per_token_bf16=arith.kv_elements_per_token(spec) * _BF16_BYTES,
-        ))
+        out.append(
+            ModelSummary(
+                id=spec.id,
+                model_type=spec.model_type,
+                attention=spec.attention,
+                params_b=counts.total / 1e9,
+                active_params_b=counts.active / 1e9,
+                kv_bytes_per_token_bf16=arith.kv_elements_per_token(spec) * _BF16_BYTES,
+            )
+        )
     return out

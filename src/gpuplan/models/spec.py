@@ -29,7 +29,8 @@ class MoeSpec(_Frozen):
     shared_intermediate_size: int = Field(default=0, ge=0, description="total width of the shared experts")
     num_moe_layers: int = Field(ge=1, description="layers whose FFN is MoE (the rest are dense)")
     latent_size: int | None = Field(
-        default=None, ge=1,
+        default=None,
+        ge=1,
         description="routed experts work in this width (Nemotron-3 LatentMoE: hidden→latent→hidden)",
     )
     expert_extra_params: int = Field(

@@ -97,8 +97,13 @@ def parse_calibration(data: object, *, origin: str) -> Calibration:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise DataError(f"{origin}: {where}: {first['msg']}") from None
-    for name in ("compute_efficiency", "bandwidth_efficiency", "engine_efficiency", "step_overhead_s",
-                 "hop_latency_s"):
+    for name in (
+        "compute_efficiency",
+        "bandwidth_efficiency",
+        "engine_efficiency",
+        "step_overhead_s",
+        "hop_latency_s",
+    ):
         if DEFAULT_FAMILY not in getattr(cal, name):
             raise DataError(f"{origin}: {name} needs a '{DEFAULT_FAMILY}' entry")
     return cal

@@ -30,7 +30,6 @@ from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import InfeasibleError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
-from gpuplan.perf.engines import batching_limits, get_engine
 from gpuplan.perf.layout import Layout
 from gpuplan.perf.memory import InferenceMemory, inference_memory
 from gpuplan.perf.roofline import StepModel
@@ -38,6 +37,9 @@ from gpuplan.units import GIB
 
 Scenario = Literal["offline", "concurrency", "single", "static_batch", "rate"]
 FIXED_POINT_ITERATIONS = 30
+FIXED_POINT_TOLERANCE = 1e-3
+"""N ↦ λ·E2E(N) is increasing, so plain iteration from N = 1 climbs monotonically to the fixed point
+(or past the capacity, which is overload)."""
 OVERLOADED = math.inf
 
 
@@ -79,8 +81,15 @@ class ReplicaModel:
     memory: InferenceMemory
 
     @classmethod
-    def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, *, context_tokens: int,
-              cal: Calibration | None = None) -> ReplicaModel:
+    def build(
+        cls,
+        model: ModelSpec,
+        gpu: GpuSpec,
+        layout: Layout,
+        *,
+        context_tokens: int,
+        cal: Calibration | None = None,
+    ) -> ReplicaModel:
         """InfeasibleError (with the per-GPU need) when one ``context_tokens`` request cannot fit."""
         cal = cal or default_calibration()
         mem = inference_memory(model, gpu, layout, max_model_len=max(context_tokens, 1))
@@ -103,7 +112,12 @@ class ReplicaModel:
 
 
 def predict_inference(
-    model: ModelSpec, gpu: GpuSpec, layout: Layout, workload: InferenceWorkload, *, cal: Calibration | None = None,
+    model: ModelSpec,
+    gpu: GpuSpec,
+    layout: Layout,
+    workload: InferenceWorkload,
+    *,
+    cal: Calibration | None = None,
 ) -> InferencePrediction:
     """Predict a scenario on ``layout.replicas`` replicas; InfeasibleError if one request cannot fit.
 
@@ -111,18 +125,30 @@ def predict_inference(
     """
     context = workload.input_tokens + workload.output_tokens
     replica = ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal)
-    share = workload.model_copy(update={
-        "concurrency": None if workload.concurrency is None else max(workload.concurrency / layout.replicas, 1.0),
-        "batch_size": None if workload.batch_size is None else max(workload.batch_size / layout.replicas, 1.0),
-        "rate_rps": None if workload.rate_rps is None else workload.rate_rps / layout.replicas,
-    })
+    share = workload.model_copy(
+        update={
+            "concurrency": None
+            if workload.concurrency is None
+            else max(workload.concurrency / layout.replicas, 1.0),
+            "batch_size": None
+            if workload.batch_size is None
+            else max(workload.batch_size / layout.replicas, 1.0),
+            "rate_rps": None if workload.rate_rps is None else workload.rate_rps / layout.replicas,
+        }
+    )
     ttft, tpot, tokens_per_s, running = replica.run(share)
     total = tokens_per_s * layout.replicas
     e2e = ttft + max(workload.output_tokens - 1, 0) * tpot
     return InferencePrediction(
-        ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, output_tokens_per_s=total,
-        output_tokens_per_s_per_gpu=total / layout.num_gpus, requests_per_s=total / workload.output_tokens,
-        running_per_replica=running, num_gpus=layout.num_gpus, memory=replica.memory,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=e2e,
+        output_tokens_per_s=total,
+        output_tokens_per_s_per_gpu=total / layout.num_gpus,
+        requests_per_s=total / workload.output_tokens,
+        running_per_replica=running,
+        num_gpus=layout.num_gpus,
+        memory=replica.memory,
         bound=decode_bound(replica.step, running),
     )
 
@@ -133,20 +159,17 @@ def _mean_context(w: InferenceWorkload) -> float:
 
 def _capacity(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> float:
     """Sequences one replica can run at once: KV capacity and the engine's max_num_seqs."""
-    engine = get_engine(step.layout.engine)
-    max_seqs, _ = batching_limits(engine, usable_gib=mem.usable_bytes / GIB, gpu_id=step.gpu.id)
-    per_request = w.input_tokens + (w.output_tokens if engine.kv_reservation == "full" else w.output_tokens / 2)
+    full = step.engine.kv_reservation == "full"
+    per_request = w.input_tokens + (w.output_tokens if full else w.output_tokens / 2)
     by_kv = mem.max_concurrency * mem.max_model_len / max(per_request, 1.0)
-    return max(min(float(max_seqs), by_kv), 1.0)
+    return max(min(float(step.max_seqs), by_kv), 1.0)
 
 
 def _prefill_share_s(step: StepModel, mem: InferenceMemory, w: InferenceWorkload, running: float) -> float:
     """Prefill time of one prompt when prompts are packed into chunks of max batched tokens."""
     if w.input_tokens == 0:
         return 0.0
-    engine = get_engine(step.layout.engine)
-    _, chunk = batching_limits(engine, usable_gib=mem.usable_bytes / GIB, gpu_id=step.gpu.id)
-    tokens = min(float(chunk), max(running * w.input_tokens, float(w.input_tokens)))
+    tokens = min(float(step.chunk_tokens), max(running * w.input_tokens, float(w.input_tokens)))
     return step.prefill_s(tokens=tokens, prompt_tokens=w.input_tokens) * w.input_tokens / tokens
 
 
@@ -166,7 +189,9 @@ def _static(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tupl
     return ttft, tpot, batch * w.output_tokens / e2e, batch
 
 
-def _cycle(step: StepModel, mem: InferenceMemory, w: InferenceWorkload, want: float) -> tuple[float, float, float, float]:
+def _cycle(
+    step: StepModel, mem: InferenceMemory, w: InferenceWorkload, want: float
+) -> tuple[float, float, float, float]:
     running = min(want, _capacity(step, mem, w))
     prefill = _prefill_share_s(step, mem, w, running)
     tpot = step.decode_s(batch=running, context=_mean_context(w))
@@ -191,23 +216,32 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
         new_running = rate * (ttft + max(w.output_tokens - 1, 0) * tpot)
         if new_running > cap:
             return OVERLOADED, OVERLOADED, 0.0, cap
-        converged = abs(new_running - running) < 1e-3 * max(running, 1.0)
-        running = (running + new_running) / 2.0
+        converged = abs(new_running - running) < FIXED_POINT_TOLERANCE * max(running, 1.0)
+        running = new_running
         if converged:
             break
     return ttft, tpot, rate * w.output_tokens, running
 
 
-def _concurrency(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+def _concurrency(
+    step: StepModel, mem: InferenceMemory, w: InferenceWorkload
+) -> tuple[float, float, float, float]:
     return _cycle(step, mem, w, float(w.concurrency or 1))
 
 
-def _offline(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+def _offline(
+    step: StepModel, mem: InferenceMemory, w: InferenceWorkload
+) -> tuple[float, float, float, float]:
     return _cycle(step, mem, w, math.inf)
 
 
-_SCENARIOS = {"single": _single, "static_batch": _static, "concurrency": _concurrency, "offline": _offline,
-              "rate": _rate}
+_SCENARIOS = {
+    "single": _single,
+    "static_batch": _static,
+    "concurrency": _concurrency,
+    "offline": _offline,
+    "rate": _rate,
+}
 
 
 def decode_bound(step: StepModel, running: float) -> Literal["memory", "compute"]:

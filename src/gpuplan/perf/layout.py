@@ -61,11 +61,17 @@ def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
         raise UserInputError(f"pp={layout.pp} exceeds {model.id}'s {model.num_layers} layers")
     if layout.ep > 1:
         if model.moe is None:
-            raise UserInputError(f"ep={layout.ep} but {model.id} is not a mixture-of-experts model", hint="use ep=1")
+            raise UserInputError(
+                f"ep={layout.ep} but {model.id} is not a mixture-of-experts model", hint="use ep=1"
+            )
         if model.moe.num_experts % layout.ep != 0:
-            raise UserInputError(f"ep={layout.ep} does not divide {model.id}'s {model.moe.num_experts} experts")
+            raise UserInputError(
+                f"ep={layout.ep} does not divide {model.id}'s {model.moe.num_experts} experts"
+            )
         if layout.ep > layout.tp * layout.replicas:
-            raise UserInputError(f"ep={layout.ep} exceeds the tp x replicas ranks ({layout.tp * layout.replicas})")
+            raise UserInputError(
+                f"ep={layout.ep} exceeds the tp x replicas ranks ({layout.tp * layout.replicas})"
+            )
     domain = gpu.interconnect.scale_up_domain_gpus
     if layout.tp > max(domain, 8) and layout.tp > 1:
         raise UserInputError(

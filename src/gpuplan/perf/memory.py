@@ -94,7 +94,9 @@ def _has_gddr_ecc(gpu: GpuSpec) -> bool:
     return gpu.vendor == "NVIDIA" and gpu.id in {"T4", "A10", "A10G", "L4", "L40S"}
 
 
-def weight_bytes_per_gpu(model: ModelSpec, *, weight_dtype: str, tp: int, pp: int = 1, ep: int = 1) -> WeightBytes:
+def weight_bytes_per_gpu(
+    model: ModelSpec, *, weight_dtype: str, tp: int, pp: int = 1, ep: int = 1
+) -> WeightBytes:
     """Weight bytes on one GPU: linears in ``weight_dtype``, embeddings and LM head in 16 bits.
 
     TP shards every matrix (vocab-parallel embedding and LM head included); PP splits the blocks
@@ -106,8 +108,9 @@ def weight_bytes_per_gpu(model: ModelSpec, *, weight_dtype: str, tp: int, pp: in
     counts = arith.param_counts(model)
     dtype = get_dtype(weight_dtype)
     embed_elem = 4.0 if dtype.name == "fp32" else SIXTEEN_BIT
-    routed = counts.expert_params_per_expert_per_layer * (model.moe.num_experts * model.moe.num_moe_layers
-                                                          if model.moe else 0)
+    routed = counts.expert_params_per_expert_per_layer * (
+        model.moe.num_experts * model.moe.num_moe_layers if model.moe else 0
+    )
     dense = counts.total - counts.embedding - counts.lm_head - routed
     dense_elem = dtype.bytes_per_element
     if model.model_type == "gpt_oss" and dtype.compute_key == "fp4":
@@ -116,8 +119,12 @@ def weight_bytes_per_gpu(model: ModelSpec, *, weight_dtype: str, tp: int, pp: in
     embeddings = embed_end * embed_elem / tp
     dense_b = dense * dense_elem / (tp * pp)
     routed_b = routed * dtype.bytes_per_element / (max(tp, ep) * pp)
-    return WeightBytes(total=dense_b + routed_b + embeddings, dense_linear=dense_b, routed_experts=routed_b,
-                       embeddings=embeddings)
+    return WeightBytes(
+        total=dense_b + routed_b + embeddings,
+        dense_linear=dense_b,
+        routed_experts=routed_b,
+        embeddings=embeddings,
+    )
 
 
 def kv_shard(model: ModelSpec, *, tp: int) -> int:
@@ -135,7 +142,9 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, *, kv_dtype: str, tp: int, pp: 
     return elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
 
 
-def kv_bytes_for_sequence_per_gpu(model: ModelSpec, *, tokens: int, kv_dtype: str, tp: int, pp: int = 1) -> float:
+def kv_bytes_for_sequence_per_gpu(
+    model: ModelSpec, *, tokens: int, kv_dtype: str, tp: int, pp: int = 1
+) -> float:
     """KV bytes a sequence of ``tokens`` holds on one GPU, sliding windows applied per layer group."""
     elements = arith.kv_elements_for_sequence(model, tokens=tokens)
     return elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
@@ -150,10 +159,14 @@ def activation_peak_bytes(model: ModelSpec, *, batched_tokens: int, max_seqs: in
     """
     ffn = model.intermediate_size
     if model.moe is not None:
-        ffn = max(ffn if model.moe.num_moe_layers < model.num_layers else 0,
-                  model.moe.top_k * model.moe.expert_intermediate_size)
+        ffn = max(
+            ffn if model.moe.num_moe_layers < model.num_layers else 0,
+            model.moe.top_k * model.moe.expert_intermediate_size,
+        )
     head_dim = model.head_dim or model.hidden_size // (model.num_attention_heads or 1)
-    qkv = ((model.num_attention_heads or 1) + 2 * (model.num_kv_heads or model.num_attention_heads or 1)) * head_dim
+    qkv = (
+        (model.num_attention_heads or 1) + 2 * (model.num_kv_heads or model.num_attention_heads or 1)
+    ) * head_dim
     per_token = (3 * ffn + qkv) / tp + 2 * model.hidden_size
     logits = max_seqs * model.vocab_size / tp * LOGIT_BYTES_PER_ELEMENT
     return batched_tokens * per_token * SIXTEEN_BIT + logits
@@ -166,8 +179,9 @@ def runtime_overhead_bytes(*, engine: EngineProfile, tp: int, pp: int) -> float:
     return NON_TORCH_BYTES + (NCCL_BUFFER_BYTES if tp * pp > 1 else 0.0)
 
 
-def kv_bytes_per_sequence_at_len(model: ModelSpec, *, tokens: int, kv_dtype: str, tp: int, pp: int,
-                                  chunk_tokens: int, windows: bool) -> float:
+def kv_bytes_per_sequence_at_len(
+    model: ModelSpec, *, tokens: int, kv_dtype: str, tp: int, pp: int, chunk_tokens: int, windows: bool
+) -> float:
     """KV bytes the engine sets aside for one request of ``tokens`` on one GPU.
 
     A sliding-window layer holds its window plus one prefill chunk (vLLM's
@@ -183,7 +197,9 @@ def kv_bytes_per_sequence_at_len(model: ModelSpec, *, tokens: int, kv_dtype: str
     return elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
 
 
-def inference_memory(model: ModelSpec, gpu: GpuSpec, layout: Layout, *, max_model_len: int | None = None) -> InferenceMemory:
+def inference_memory(
+    model: ModelSpec, gpu: GpuSpec, layout: Layout, *, max_model_len: int | None = None
+) -> InferenceMemory:
     """Per-GPU breakdown and the replica's KV capacity, the way the engine computes it at start-up.
 
     ``kv_tokens`` is the pool divided by every layer's per-token cost (what vLLM prints as "GPU KV
@@ -196,29 +212,49 @@ def inference_memory(model: ModelSpec, gpu: GpuSpec, layout: Layout, *, max_mode
     context = max_model_len or model.max_position_embeddings or 4096
     if is_vllm_v0(engine, layout.engine_version):
         max_seqs, batched = engine.max_num_seqs, max(context, VLLM_V0_MIN_BATCHED_TOKENS)
-    weights = weight_bytes_per_gpu(model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp,
-                                   ep=layout.ep).total
+    weights = weight_bytes_per_gpu(
+        model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
+    ).total
     activation = activation_peak_bytes(model, batched_tokens=batched, max_seqs=max_seqs, tp=layout.tp)
     overhead = runtime_overhead_bytes(engine=engine, tp=layout.tp, pp=layout.pp)
-    pool = _kv_pool(engine.name, usable=usable, util=util, weights=weights, activation=activation,
-                    overhead=overhead)
+    pool = _kv_pool(
+        engine.name, usable=usable, util=util, weights=weights, activation=activation, overhead=overhead
+    )
     kv_dtype = layout.resolved_kv_dtype
     per_token = kv_bytes_per_token_per_gpu(model, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
-    per_seq = kv_bytes_per_sequence_at_len(model, tokens=context, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp,
-                                           chunk_tokens=batched, windows=window_aware(engine, layout.engine_version))
+    per_seq = kv_bytes_per_sequence_at_len(
+        model,
+        tokens=context,
+        kv_dtype=kv_dtype,
+        tp=layout.tp,
+        pp=layout.pp,
+        chunk_tokens=batched,
+        windows=window_aware(engine, layout.engine_version),
+    )
     if per_token <= 0:
         tokens, concurrency = 0, math.inf
     else:
         block = engine.block_size_tokens
         tokens = int(max(pool, 0.0) // (per_token * block)) * block
         concurrency = max(pool, 0.0) / per_seq
-    return InferenceMemory(usable_bytes=usable, budget_bytes=usable * util, weights_bytes=weights,
-                           activation_bytes=activation, overhead_bytes=overhead, kv_pool_bytes=pool,
-                           kv_bytes_per_token=per_token, kv_tokens=tokens, max_model_len=context,
-                           max_concurrency=concurrency, fits=pool > 0 and concurrency >= 1.0)
+    return InferenceMemory(
+        usable_bytes=usable,
+        budget_bytes=usable * util,
+        weights_bytes=weights,
+        activation_bytes=activation,
+        overhead_bytes=overhead,
+        kv_pool_bytes=pool,
+        kv_bytes_per_token=per_token,
+        kv_tokens=tokens,
+        max_model_len=context,
+        max_concurrency=concurrency,
+        fits=pool > 0 and concurrency >= 1.0,
+    )
 
 
-def _kv_pool(engine: str, *, usable: float, util: float, weights: float, activation: float, overhead: float) -> float:
+def _kv_pool(
+    engine: str, *, usable: float, util: float, weights: float, activation: float, overhead: float
+) -> float:
     """KV pool bytes on one GPU under each engine's rule (see module docstring)."""
     if engine == "trtllm":
         return (usable - weights - activation - overhead) * util

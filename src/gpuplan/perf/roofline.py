@@ -24,9 +24,10 @@ from gpuplan.dtypes import get_dtype
 from gpuplan.models import arith
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
+from gpuplan.perf.engines import EngineProfile, batching_limits, get_engine
 from gpuplan.perf.layout import Layout
-from gpuplan.perf.memory import kv_bytes_for_sequence_per_gpu, weight_bytes_per_gpu
-from gpuplan.units import TFLOPS
+from gpuplan.perf.memory import kv_bytes_for_sequence_per_gpu, usable_memory_bytes, weight_bytes_per_gpu
+from gpuplan.units import GIB, TFLOPS
 
 LOW_PRECISION_KEYS = frozenset({"fp8", "int8", "fp4"})
 ALLREDUCES_PER_LAYER = 2
@@ -57,8 +58,10 @@ def tp_link(gpu: GpuSpec, tp: int) -> tuple[str, float]:
     fits in its domain (NVLink bridges join only 2-4 GPUs), else PCIe."""
     ic = gpu.interconnect
     if tp <= ic.scale_up_domain_gpus and ic.scale_up_bytes_per_s > 0 and ic.scale_up != "pcie":
-        return ("nvlink" if ic.scale_up.startswith("nvlink") or ic.scale_up == "c2c" else ic.scale_up,
-                ic.scale_up_bytes_per_s / 2)
+        return (
+            "nvlink" if ic.scale_up.startswith("nvlink") or ic.scale_up == "c2c" else ic.scale_up,
+            ic.scale_up_bytes_per_s / 2,
+        )
     return "pcie", (ic.pcie_bytes_per_s or PCIE_GEN3_BYTES_PER_S) / 2
 
 
@@ -79,21 +82,29 @@ class StepModel:
     allreduce_latency_s: float
     overhead_s: float
     matmul_flops_per_token: float
+    engine: EngineProfile
+    max_seqs: int
+    chunk_tokens: int
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, cal: Calibration) -> StepModel:
+        engine = get_engine(layout.engine)
+        max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
         eng = cal.engine(layout.engine)
         eta_c = cal.compute(gpu.family) * eng * (cal.low_precision_compute_scale if low else 1.0)
-        weights = weight_bytes_per_gpu(model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp,
-                                       ep=layout.ep)
+        weights = weight_bytes_per_gpu(
+            model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
+        )
         tp = layout.tp
         ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
         link_kind, link_bw = tp_link(gpu, tp)
         link = link_bw * cal.link_efficiency
         return cls(
-            model=model, gpu=gpu, layout=layout,
+            model=model,
+            gpu=gpu,
+            layout=layout,
             gemm_flops_per_s=peak * eta_c,
             attn_flops_per_s=sixteen_bit_peak_flops(gpu) * cal.compute(gpu.family) * eng,
             bytes_per_s=gpu.memory_bandwidth_bytes_per_s * cal.bandwidth(gpu.family) * eng,
@@ -104,6 +115,9 @@ class StepModel:
             allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
             overhead_s=cal.overhead(layout.engine) + cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
+            engine=engine,
+            max_seqs=max_seqs,
+            chunk_tokens=chunk,
         )
 
     def _cached(self, kind: str, tokens: int) -> float:
@@ -113,8 +127,9 @@ class StepModel:
             if kind == "attn":
                 value = arith.attention_flops_per_token(self.model, context_tokens=tokens)
             elif kind == "kv":
-                value = kv_bytes_for_sequence_per_gpu(self.model, tokens=tokens, kv_dtype=self.kv_dtype,
-                                                      tp=self.layout.tp, pp=self.layout.pp)
+                value = kv_bytes_for_sequence_per_gpu(
+                    self.model, tokens=tokens, kv_dtype=self.kv_dtype, tp=self.layout.tp, pp=self.layout.pp
+                )
             else:
                 value = arith.prefill_flops(self.model, prompt_tokens=tokens)
             self._memo[key] = value
@@ -124,7 +139,7 @@ class StepModel:
         moe = self.model.moe
         if moe is None or self.routed_weight_bytes == 0:
             return self.dense_weight_bytes
-        touched = 1.0 - (1.0 - moe.top_k / moe.num_experts) ** max(tokens, 1.0)
+        touched: float = 1.0 - (1.0 - moe.top_k / moe.num_experts) ** max(tokens, 1.0)
         return self.dense_weight_bytes + self.routed_weight_bytes * touched
 
     def _comm_s(self, tokens: float) -> float:

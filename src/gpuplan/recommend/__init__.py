@@ -26,9 +26,17 @@ __all__ = ["GpuOffer", "Plan", "Recommendation", "SearchSpace", "ServingTarget",
 MAX_PLANS = 10
 
 
-def recommend(model: ModelSpec, offers: Sequence[GpuOffer], target: ServingTarget, *, sla: Sla | None = None,
-              space: SearchSpace | None = None, objective: Objective = "cost", cal: Calibration | None = None,
-              ownership: OwnershipAssumptions | None = None) -> Recommendation:
+def recommend(
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: ServingTarget,
+    *,
+    sla: Sla | None = None,
+    space: SearchSpace | None = None,
+    objective: Objective = "cost",
+    cal: Calibration | None = None,
+    ownership: OwnershipAssumptions | None = None,
+) -> Recommendation:
     """Search, rank and explain; InfeasibleError (exit 2) with the nearest misses when nothing works."""
     sla = sla or Sla()
     space = space or SearchSpace()
@@ -50,8 +58,13 @@ def recommend(model: ModelSpec, offers: Sequence[GpuOffer], target: ServingTarge
         )
     best_per_gpu = _best_per_gpu(ranked)
     return Recommendation(
-        model=model.id, objective=objective, plans=best_per_gpu[:MAX_PLANS], rejected=rejected,
-        explanation=explain(model, best_per_gpu, rejected, offers, target, sla, ownership or OwnershipAssumptions()),
+        model=model.id,
+        objective=objective,
+        plans=best_per_gpu[:MAX_PLANS],
+        rejected=rejected,
+        explanation=explain(
+            model, best_per_gpu, rejected, offers, target, sla, ownership or OwnershipAssumptions()
+        ),
         assumptions=assumptions(space, sla),
     )
 
@@ -59,25 +72,36 @@ def recommend(model: ModelSpec, offers: Sequence[GpuOffer], target: ServingTarge
 def _best_per_gpu(ranked: Sequence[Plan]) -> list[Plan]:
     """The best plan of each GPU type, in rank order, then further layouts of the leaders."""
     seen: set[str] = set()
-    first, rest = [], []
+    first: list[Plan] = []
+    rest: list[Plan] = []
     for p in ranked:
         (rest if p.gpu in seen else first).append(p)
         seen.add(p.gpu)
     return first + rest
 
 
-def _rejections(misses: dict[str, list[Miss]], over: Sequence[Plan], winners: set[str],
-                budget: float | None) -> list[Rejection]:
+def _rejections(
+    misses: dict[str, list[Miss]], over: Sequence[Plan], winners: set[str], budget: float | None
+) -> list[Rejection]:
     """One reason per GPU type with no plan: its nearest miss."""
     out: list[Rejection] = []
     for gpu, items in sorted(misses.items()):
         if gpu in winners:
             continue
-        cheapest_over = min((p for p in over if p.gpu == gpu), key=lambda p: p.usd_per_hour or 0, default=None)
+        cheapest_over = min(
+            (p for p in over if p.gpu == gpu), key=lambda p: p.usd_per_hour or 0, default=None
+        )
         if cheapest_over is not None and budget is not None:
-            out.append(Rejection(gpu=gpu, kind="budget", reason=(
-                f"cheapest plan {cheapest_over.count}x{gpu} costs ${cheapest_over.usd_per_hour:,.2f}/h "
-                f"> budget ${budget:,.2f}/h")))
+            out.append(
+                Rejection(
+                    gpu=gpu,
+                    kind="budget",
+                    reason=(
+                        f"cheapest plan {cheapest_over.count}x{gpu} costs ${cheapest_over.usd_per_hour:,.2f}/h "
+                        f"> budget ${budget:,.2f}/h"
+                    ),
+                )
+            )
             continue
         out.append(min(items, key=lambda m: m.distance).rejection)
     return out

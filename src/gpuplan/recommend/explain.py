@@ -16,15 +16,25 @@ GROWTH_FACTOR = 2.0
 """The "future growth" branch: what the plan becomes at twice the load."""
 
 
-def explain(model: ModelSpec, plans: Sequence[Plan], rejected: Sequence[Rejection], offers: Sequence[GpuOffer],
-            target: ServingTarget, sla: Sla, ownership: OwnershipAssumptions) -> list[str]:
+def explain(
+    model: ModelSpec,
+    plans: Sequence[Plan],
+    rejected: Sequence[Rejection],
+    offers: Sequence[GpuOffer],
+    target: ServingTarget,
+    sla: Sla,
+    ownership: OwnershipAssumptions,
+) -> list[str]:
     """Lines, most important first: winner, size, bound, runner-ups, rejections, rent-vs-own, growth."""
     best = plans[0]
     lines = [_winner(best, target, sla), _size(model)]
     lines.append(
         f"Decode on {best.gpu} is {best.bound}-bound at {best.concurrency_per_replica:.0f} requests per replica: "
-        + ("memory bandwidth (GB/s per $) decides, so lower-precision weights and KV pay off directly."
-           if best.bound == "memory" else "tensor throughput decides, so FP8/INT8 compute paths pay off.")
+        + (
+            "memory bandwidth (GB/s per $) decides, so lower-precision weights and KV pay off directly."
+            if best.bound == "memory"
+            else "tensor throughput decides, so FP8/INT8 compute paths pay off."
+        )
     )
     lines += [_runner_up(p, best) for p in plans[1:4] if p.gpu != best.gpu]
     lines += [f"Not {r.gpu}: {r.reason}." for r in rejected]
@@ -42,21 +52,38 @@ def explain(model: ModelSpec, plans: Sequence[Plan], rejected: Sequence[Rejectio
 
 def _winner(p: Plan, target: ServingTarget, sla: Sla) -> str:
     load = f"{target.rate_rps:g} req/s" if target.rate_rps else f"{target.concurrency} concurrent requests"
-    price = f" for ${p.usd_per_hour:,.2f}/h (${p.usd_per_month:,.0f}/month)" if p.usd_per_hour and p.usd_per_month else ""
-    limits = ", ".join(x for x in (f"TTFT <= {sla.ttft_ms:g} ms" if sla.ttft_ms else "",
-                                   f"TPOT <= {sla.tpot_ms:g} ms" if sla.tpot_ms else "") if x) or "no latency limit"
-    return (f"Best: {p.count}x {p.gpu} ({p.replicas} replica(s) of tp={p.tp} pp={p.pp}, {p.weight_dtype} weights, "
-            f"{p.kv_dtype} KV) serves {load} ({target.input_tokens} in / {target.output_tokens} out tokens) with "
-            f"TTFT {p.ttft_ms:.0f} ms and TPOT {p.tpot_ms:.1f} ms ({limits}){price}.")
+    price = (
+        f" for ${p.usd_per_hour:,.2f}/h (${p.usd_per_month:,.0f}/month)"
+        if p.usd_per_hour and p.usd_per_month
+        else ""
+    )
+    limits = (
+        ", ".join(
+            x
+            for x in (
+                f"TTFT <= {sla.ttft_ms:g} ms" if sla.ttft_ms else "",
+                f"TPOT <= {sla.tpot_ms:g} ms" if sla.tpot_ms else "",
+            )
+            if x
+        )
+        or "no latency limit"
+    )
+    return (
+        f"Best: {p.count}x {p.gpu} ({p.replicas} replica(s) of tp={p.tp} pp={p.pp}, {p.weight_dtype} weights, "
+        f"{p.kv_dtype} KV) serves {load} ({target.input_tokens} in / {target.output_tokens} out tokens) with "
+        f"TTFT {p.ttft_ms:.0f} ms and TPOT {p.tpot_ms:.1f} ms ({limits}){price}."
+    )
 
 
 def _size(model: ModelSpec) -> str:
     counts = arith.param_counts(model)
     bf16 = weight_bytes_per_gpu(model, weight_dtype="bf16", tp=1).total / GIB
     fp8 = weight_bytes_per_gpu(model, weight_dtype="fp8", tp=1).total / GIB
-    active = (f", {counts.active / 1e9:.1f}B active per token" if counts.active < counts.total else "")
-    return (f"Model size: {model.id} has {counts.total / 1e9:.1f}B parameters{active}; weights need "
-            f"{bf16:.0f} GiB in BF16 and {fp8:.0f} GiB in FP8, before the KV cache.")
+    active = f", {counts.active / 1e9:.1f}B active per token" if counts.active < counts.total else ""
+    return (
+        f"Model size: {model.id} has {counts.total / 1e9:.1f}B parameters{active}; weights need "
+        f"{bf16:.0f} GiB in BF16 and {fp8:.0f} GiB in FP8, before the KV cache."
+    )
 
 
 def _runner_up(p: Plan, best: Plan) -> str:
@@ -64,19 +91,31 @@ def _runner_up(p: Plan, best: Plan) -> str:
         delta = f"+{(p.usd_per_hour / best.usd_per_hour - 1) * 100:.0f}% cost (${p.usd_per_hour:,.2f}/h)"
     else:
         delta = "no price in the catalog"
-    return (f"Runner-up {p.count}x {p.gpu} (tp={p.tp}, {p.weight_dtype}): {delta}, TPOT {p.tpot_ms:.1f} ms, "
-            f"TTFT {p.ttft_ms:.0f} ms.")
+    return (
+        f"Runner-up {p.count}x {p.gpu} (tp={p.tp}, {p.weight_dtype}): {delta}, TPOT {p.tpot_ms:.1f} ms, "
+        f"TTFT {p.ttft_ms:.0f} ms."
+    )
 
 
 def _rent_vs_own(offer: GpuOffer, p: Plan, a: OwnershipAssumptions) -> str:
     if not (offer.purchase_usd and offer.usd_per_gpu_hour and offer.gpu.tdp_watts):
         return f"Rent vs own: no purchase price for {offer.gpu.id} in the catalog; add one to compare."
-    months = break_even_months(purchase_usd=offer.purchase_usd, cloud_usd_per_gpu_hour=offer.usd_per_gpu_hour,
-                               tdp_watts=offer.gpu.tdp_watts, a=a)
-    verdict = "buying pays off within the amortisation period" if months < a.amortisation_years * 12 else "renting is cheaper over the amortisation period"
-    return (f"Rent vs own: a {offer.gpu.id} at ${offer.purchase_usd:,.0f} (+{a.server_overhead:.0%} server) breaks "
-            f"even after {months:.0f} months of renting at ${offer.usd_per_gpu_hour:.2f}/GPU-h and "
-            f"{a.utilisation:.0%} utilisation: {verdict}.")
+    months = break_even_months(
+        purchase_usd=offer.purchase_usd,
+        cloud_usd_per_gpu_hour=offer.usd_per_gpu_hour,
+        tdp_watts=offer.gpu.tdp_watts,
+        a=a,
+    )
+    verdict = (
+        "buying pays off within the amortisation period"
+        if months < a.amortisation_years * 12
+        else "renting is cheaper over the amortisation period"
+    )
+    return (
+        f"Rent vs own: a {offer.gpu.id} at ${offer.purchase_usd:,.0f} (+{a.server_overhead:.0%} server) breaks "
+        f"even after {months:.0f} months of renting at ${offer.usd_per_gpu_hour:.2f}/GPU-h and "
+        f"{a.utilisation:.0%} utilisation: {verdict}."
+    )
 
 
 def assumptions(space: SearchSpace, sla: Sla) -> list[str]:

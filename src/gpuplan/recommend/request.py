@@ -46,8 +46,12 @@ class SearchSpace(_Frozen):
     pp_options: tuple[int, ...] = (1, 2, 4, 8)
     engine: str = "vllm"
     max_usd_per_hour: float | None = Field(default=None, gt=0)
-    headroom: float = Field(default=0.85, gt=0, le=1,
-                            description="run replicas at most at this share of their SLA-limited throughput")
+    headroom: float = Field(
+        default=0.85,
+        gt=0,
+        le=1,
+        description="run replicas at most at this share of their SLA-limited throughput",
+    )
 
 
 class GpuOffer(_Frozen):

@@ -74,23 +74,33 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
 
 
 def _weights_fit(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> bool:
-    weights = weight_bytes_per_gpu(model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp,
-                                   ep=layout.ep).total
+    weights = weight_bytes_per_gpu(
+        model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
+    ).total
     return weights < usable_memory_bytes(gpu) * WEIGHT_SHARE_LIMIT
 
 
 def _meets(sla: Sla, ttft_s: float, tpot_s: float) -> bool:
     return (sla.ttft_ms is None or ttft_s * MS_PER_S <= sla.ttft_ms) and (
-        sla.tpot_ms is None or tpot_s * MS_PER_S <= sla.tpot_ms)
+        sla.tpot_ms is None or tpot_s * MS_PER_S <= sla.tpot_ms
+    )
 
 
 def _workload(target: ServingTarget, load: float) -> InferenceWorkload:
     """Per-replica workload at ``load``: requests/s for a rate target, requests in flight otherwise."""
     if target.rate_rps is not None:
-        return InferenceWorkload(scenario="rate", input_tokens=target.input_tokens,
-                                 output_tokens=target.output_tokens, rate_rps=max(load, MIN_RATE_RPS))
-    return InferenceWorkload(scenario="concurrency", input_tokens=target.input_tokens,
-                             output_tokens=target.output_tokens, concurrency=max(load, 1.0))
+        return InferenceWorkload(
+            scenario="rate",
+            input_tokens=target.input_tokens,
+            output_tokens=target.output_tokens,
+            rate_rps=max(load, MIN_RATE_RPS),
+        )
+    return InferenceWorkload(
+        scenario="concurrency",
+        input_tokens=target.input_tokens,
+        output_tokens=target.output_tokens,
+        concurrency=max(load, 1.0),
+    )
 
 
 def max_load_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -> float:
@@ -104,8 +114,9 @@ def max_load_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -
     if not _meets(sla, ttft, tpot):
         return 0.0
     if target.rate_rps is not None:
-        offline = InferenceWorkload(scenario="offline", input_tokens=target.input_tokens,
-                                    output_tokens=target.output_tokens)
+        offline = InferenceWorkload(
+            scenario="offline", input_tokens=target.input_tokens, output_tokens=target.output_tokens
+        )
         ceiling = replica.run(offline)[2] / target.output_tokens
     else:
         ceiling = replica.capacity(_workload(target, 1.0))
@@ -137,51 +148,97 @@ def _load_per_replica(target: ServingTarget, replicas: int) -> float:
     return (target.rate_rps or 0.0) / replicas
 
 
-def evaluate(model: ModelSpec, offer: GpuOffer, layout: Layout, target: ServingTarget, sla: Sla,
-             space: SearchSpace, cal: Calibration) -> Plan | Miss:
+def evaluate(
+    model: ModelSpec,
+    offer: GpuOffer,
+    layout: Layout,
+    target: ServingTarget,
+    sla: Sla,
+    space: SearchSpace,
+    cal: Calibration,
+) -> Plan | Miss:
     """Size and price one layout, or say why it cannot serve the target."""
     gpu = offer.gpu
     try:
-        replica = ReplicaModel.build(model, gpu, layout, context_tokens=target.input_tokens + target.output_tokens,
-                                     cal=cal)
+        replica = ReplicaModel.build(
+            model, gpu, layout, context_tokens=target.input_tokens + target.output_tokens, cal=cal
+        )
     except InfeasibleError as exc:
-        return Miss(Rejection(gpu=gpu.id, kind="memory", reason=exc.message), MEMORY_MISS + 1.0 / layout.gpus_per_replica)
+        return Miss(
+            Rejection(gpu=gpu.id, kind="memory", reason=exc.message),
+            MEMORY_MISS + 1.0 / layout.gpus_per_replica,
+        )
     load_max = max_load_under_sla(replica, target, sla)
     if load_max <= 0:
         ttft, tpot, _, _ = replica.run(_workload(target, _lowest_load(target)))
-        return Miss(Rejection(gpu=gpu.id, kind="latency", reason=_latency_reason(sla, ttft, tpot, layout)),
-                    LATENCY_MISS + min(_sla_excess(sla, ttft, tpot), 0.99))
+        return Miss(
+            Rejection(gpu=gpu.id, kind="latency", reason=_latency_reason(sla, ttft, tpot, layout)),
+            LATENCY_MISS + min(_sla_excess(sla, ttft, tpot), 0.99),
+        )
     replicas = _replicas_needed(target, load_max, space.headroom)
     count = replicas * layout.gpus_per_replica
     if count > space.max_gpus:
-        return Miss(Rejection(gpu=gpu.id, kind="count", reason=(
-            f"needs {count} GPUs ({replicas} replicas of tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}) "
-            f"> max {space.max_gpus}")), COUNT_MISS + min(count / space.max_gpus / 100, 0.99))
-    return _plan(replica, offer, layout.model_copy(update={"replicas": replicas}), target,
-                 _load_per_replica(target, replicas))
+        return Miss(
+            Rejection(
+                gpu=gpu.id,
+                kind="count",
+                reason=(
+                    f"needs {count} GPUs ({replicas} replicas of tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}) "
+                    f"> max {space.max_gpus}"
+                ),
+            ),
+            COUNT_MISS + min(count / space.max_gpus / 100, 0.99),
+        )
+    return _plan(
+        replica,
+        offer,
+        layout.model_copy(update={"replicas": replicas}),
+        target,
+        _load_per_replica(target, replicas),
+    )
 
 
 def _plan(replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: ServingTarget, load: float) -> Plan:
     ttft, tpot, tok_s, running = replica.run(_workload(target, load))
     total_tok_s = tok_s * layout.replicas
     mem = replica.memory
-    used_kv = min(running * (target.input_tokens + target.output_tokens) * mem.kv_bytes_per_token, mem.kv_pool_bytes)
+    used_kv = min(
+        running * (target.input_tokens + target.output_tokens) * mem.kv_bytes_per_token, mem.kv_pool_bytes
+    )
     per_hour = offer.usd_per_gpu_hour * layout.num_gpus if offer.usd_per_gpu_hour else None
     breakdown = MemoryBreakdownGib(
-        weights=mem.weights_bytes / GIB, kv_cache=mem.kv_pool_bytes / GIB, activation=mem.activation_bytes / GIB,
+        weights=mem.weights_bytes / GIB,
+        kv_cache=mem.kv_pool_bytes / GIB,
+        activation=mem.activation_bytes / GIB,
         overhead=mem.overhead_bytes / GIB,
         total=(mem.weights_bytes + mem.kv_pool_bytes + mem.activation_bytes + mem.overhead_bytes) / GIB,
-        capacity=mem.usable_bytes / GIB)
+        capacity=mem.usable_bytes / GIB,
+    )
     return Plan(
-        gpu=offer.gpu.id, count=layout.num_gpus, tp=layout.tp, pp=layout.pp, replicas=layout.replicas,
-        weight_dtype=layout.weight_dtype, kv_dtype=layout.resolved_kv_dtype, concurrency_per_replica=running,
-        ttft_ms=ttft * MS_PER_S, tpot_ms=tpot * MS_PER_S, output_tokens_per_s=total_tok_s,
-        requests_per_s=total_tok_s / target.output_tokens, usd_per_hour=per_hour,
+        gpu=offer.gpu.id,
+        count=layout.num_gpus,
+        tp=layout.tp,
+        pp=layout.pp,
+        replicas=layout.replicas,
+        weight_dtype=layout.weight_dtype,
+        kv_dtype=layout.resolved_kv_dtype,
+        concurrency_per_replica=running,
+        ttft_ms=ttft * MS_PER_S,
+        tpot_ms=tpot * MS_PER_S,
+        output_tokens_per_s=total_tok_s,
+        requests_per_s=total_tok_s / target.output_tokens,
+        usd_per_hour=per_hour,
         usd_per_month=monthly_usd(usd_per_hour=per_hour) if per_hour else None,
         usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=total_tok_s)
-        if per_hour else None,
-        memory_per_gpu_gib=(mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv / layout.tp) / GIB,
-        memory_breakdown_gib=breakdown, bound=decode_bound(replica.step, running), price_source=offer.price_source,
+        if per_hour
+        else None,
+        memory_per_gpu_gib=(
+            mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv / layout.tp
+        )
+        / GIB,
+        memory_breakdown_gib=breakdown,
+        bound=decode_bound(replica.step, running),
+        price_source=offer.price_source,
     )
 
 
@@ -191,8 +248,10 @@ def _latency_reason(sla: Sla, ttft_s: float, tpot_s: float, layout: Layout) -> s
         parts.append(f"TTFT {ttft_s * MS_PER_S:.0f} ms > {sla.ttft_ms:.0f} ms")
     if sla.tpot_ms is not None and tpot_s * MS_PER_S > sla.tpot_ms:
         parts.append(f"TPOT {tpot_s * MS_PER_S:.1f} ms > {sla.tpot_ms:.0f} ms")
-    return (" and ".join(parts) + f" even with one request (best layout tp={layout.tp} pp={layout.pp}, "
-            f"{layout.weight_dtype})")
+    return (
+        " and ".join(parts) + f" even with one request (best layout tp={layout.tp} pp={layout.pp}, "
+        f"{layout.weight_dtype})"
+    )
 
 
 def _sla_excess(sla: Sla, ttft_s: float, tpot_s: float) -> float:
@@ -204,8 +263,15 @@ def _sla_excess(sla: Sla, ttft_s: float, tpot_s: float) -> float:
     return max(ratios)
 
 
-def search(model: ModelSpec, offers: Sequence[GpuOffer], target: ServingTarget, sla: Sla, space: SearchSpace,
-           *, cal: Calibration | None = None) -> tuple[list[Plan], dict[str, list[Miss]]]:
+def search(
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: ServingTarget,
+    sla: Sla,
+    space: SearchSpace,
+    *,
+    cal: Calibration | None = None,
+) -> tuple[list[Plan], dict[str, list[Miss]]]:
     """All feasible plans (unranked) and, per GPU type, the misses."""
     cal = cal or default_calibration()
     plans: list[Plan] = []
@@ -213,9 +279,16 @@ def search(model: ModelSpec, offers: Sequence[GpuOffer], target: ServingTarget, 
     for offer in offers:
         layouts = list(candidate_layouts(model, offer.gpu, space))
         if not layouts:
-            misses.setdefault(offer.gpu.id, []).append(Miss(Rejection(
-                gpu=offer.gpu.id, kind="layout", reason="no TP/PP layout divides the model's heads within the limits"),
-                LAYOUT_MISS))
+            misses.setdefault(offer.gpu.id, []).append(
+                Miss(
+                    Rejection(
+                        gpu=offer.gpu.id,
+                        kind="layout",
+                        reason="no TP/PP layout divides the model's heads within the limits",
+                    ),
+                    LAYOUT_MISS,
+                )
+            )
         for layout in layouts:
             result = evaluate(model, offer, layout, target, sla, space, cal)
             if isinstance(result, Plan):
@@ -231,5 +304,6 @@ def rank(plans: Sequence[Plan], objective: Objective) -> list[Plan]:
         return sorted(plans, key=lambda p: (p.tpot_ms, p.ttft_ms, p.usd_per_hour or math.inf))
     if objective == "throughput":
         return sorted(plans, key=lambda p: (-(p.output_tokens_per_s / (p.usd_per_hour or math.inf)), p.count))
-    return sorted(plans, key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf, p.count,
-                                        p.tpot_ms))
+    return sorted(
+        plans, key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf, p.count, p.tpot_ms)
+    )

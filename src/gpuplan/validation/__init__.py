@@ -21,12 +21,14 @@ def predict_rows(cases: Iterable[Case], catalog: Catalog, cal: Calibration) -> l
     return [predict_case(c, catalog, cal) for c in cases]
 
 
-def validate_file(path: Path, *, catalog: Catalog, cal: Calibration,
-                  grades: Iterable[str] = DEFAULT_GRADES) -> ValidationReport:
+def validate_file(
+    path: Path, *, catalog: Catalog, cal: Calibration, grades: Iterable[str] = DEFAULT_GRADES
+) -> ValidationReport:
     """Read a validation CSV, keep rows of ``grades``, predict them and summarise."""
     schema, cases = read_cases(path)
     keep = {g.upper() for g in grades}
     chosen = [c for c in cases if c.quality in keep]
     rows = predict_rows(chosen, catalog, cal)
-    return ValidationReport(file=str(path), schema_name=schema, grades=sorted(keep), summary=summarise(rows),
-                            rows=rows)
+    return ValidationReport(
+        file=str(path), schema_name=schema, grades=sorted(keep), summary=summarise(rows), rows=rows
+    )

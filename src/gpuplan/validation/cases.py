@@ -63,13 +63,17 @@ def detect_schema(header: list[str], *, path: str) -> Schema:
     columns = set(header)
     missing = _REQUIRED - columns
     if missing:
-        raise FileFormatError(f"{path}: header lacks {', '.join(sorted(missing))}",
-                              hint="expected a gpuplan validation CSV (inference, inference_memory, training, memory)")
+        raise FileFormatError(
+            f"{path}: header lacks {', '.join(sorted(missing))}",
+            hint="expected a gpuplan validation CSV (inference, inference_memory, training, memory)",
+        )
     for schema in ("inference_memory", "inference", "training", "memory"):
         if _SIGNATURES[schema] <= columns:
             return schema
-    raise FileFormatError(f"{path}: header matches no validation schema",
-                          hint="see shared/validation/README.md for the four schemas")
+    raise FileFormatError(
+        f"{path}: header matches no validation schema",
+        hint="see shared/validation/README.md for the four schemas",
+    )
 
 
 def read_cases(path: Path) -> tuple[Schema, list[Case]]:
@@ -91,5 +95,11 @@ def _case(schema: Schema, row: Mapping[str, str | None], path: Path, line: int) 
         value = float(raw.get("value", ""))
     except ValueError:
         raise FileFormatError(f"{path} line {line}: value {raw.get('value')!r} is not a number") from None
-    return Case(schema_name=schema, id=raw.get("id", f"line{line}"), metric=raw.get("metric", ""), value=value,
-                quality=raw.get("quality", "").strip().upper(), fields=raw)
+    return Case(
+        schema_name=schema,
+        id=raw.get("id", f"line{line}"),
+        metric=raw.get("metric", ""),
+        value=value,
+        quality=raw.get("quality", "").strip().upper(),
+        fields=raw,
+    )

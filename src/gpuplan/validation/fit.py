@@ -3,7 +3,8 @@
 Each factor enters as exp(x) so it stays positive; residuals are log(predicted / measured), so a
 2× over- and a 2× under-prediction weigh the same. ``soft_l1`` loss keeps one odd row from pulling
 a factor. A Gaussian prior in log space (ridge term (x − x_prior)/σ) keeps factors that only a
-few rows see near their physically motivated prior (``perf/data/priors.yaml``). A factor is fitted only when at least ``MIN_ROWS_PER_FACTOR`` rows exercise it; the
+few rows see near their physically motivated prior (``perf/data/priors.yaml``). A factor is
+fitted only when at least ``MIN_ROWS_PER_FACTOR`` rows exercise it; the
 others keep their prior value.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import date
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -24,6 +26,8 @@ from gpuplan.validation.cases import Case
 from gpuplan.validation.predict import predict_case
 
 MIN_ROWS_PER_FACTOR = 3
+DIFF_STEP = 0.02
+"""Relative finite-difference step in log space (2 %): predictions are piecewise smooth."""
 PRIOR_SIGMA = {"step_overhead_s": 1.0, "layer_overhead_s": 1.0, "hop_latency_s": 1.0}
 """Prior width in log space: 0.25 (≈ ±28 %) for efficiencies, 1.0 (≈ ×2.7) for latencies."""
 DEFAULT_PRIOR_SIGMA = 0.25
@@ -50,8 +54,12 @@ def _row_params(case: Case, catalog: Catalog) -> list[Param]:
     except GpuplanError:
         return []
     engine = case.get("framework") or DEFAULT_FAMILY
-    params: list[Param] = [("compute_efficiency", gpu.family), ("bandwidth_efficiency", gpu.family),
-                           ("step_overhead_s", engine), ("layer_overhead_s", "")]
+    params: list[Param] = [
+        ("compute_efficiency", gpu.family),
+        ("bandwidth_efficiency", gpu.family),
+        ("step_overhead_s", engine),
+        ("layer_overhead_s", ""),
+    ]
     if engine != REFERENCE_ENGINE:
         params.append(("engine_efficiency", engine))
     if case.get("weight_dtype") in ("fp8", "fp4", "int8"):
@@ -79,10 +87,10 @@ def _get(cal: Calibration, p: Param) -> float:
 
 
 def _with(cal: Calibration, params: Sequence[Param], values: np.ndarray) -> Calibration:
-    update: dict[str, object] = {}
+    update: dict[str, Any] = {}
     for (field, key), v in zip(params, values, strict=True):
         if key:
-            current = dict(update.get(field) or getattr(cal, field))  # type: ignore[call-overload]
+            current: dict[str, float] = dict(update.get(field) or getattr(cal, field))
             current[key] = float(v)
             update[field] = current
         else:
@@ -94,8 +102,9 @@ def _bounds(p: Param) -> tuple[float, float]:
     return TIME_BOUNDS_S.get(p[0], FACTOR_BOUNDS)
 
 
-def fit_calibration(cases: Sequence[Case], catalog: Catalog, prior: Calibration, *, data: str,
-                    command: str) -> tuple[Calibration, list[Param]]:
+def fit_calibration(
+    cases: Sequence[Case], catalog: Catalog, prior: Calibration, *, data: str, command: str
+) -> tuple[Calibration, list[Param]]:
     """Fit the factors that enough ``cases`` exercise; return the new calibration and what was fitted."""
     params = _fitted_params(cases, catalog)
     x0 = np.log([min(max(_get(prior, p), _bounds(p)[0] * 1.01), _bounds(p)[1] * 0.99) for p in params])
@@ -112,9 +121,15 @@ def fit_calibration(cases: Sequence[Case], catalog: Catalog, prior: Calibration,
             out.append(math.log(r.predicted / r.measured) if r.predicted and r.measured > 0 else 0.0)
         return np.concatenate([np.asarray(out), (x - x0) / sigma])
 
-    result = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.3, diff_step=0.02)
+    result = least_squares(
+        residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.3, diff_step=[DIFF_STEP] * len(params)
+    )
     fitted = _with(prior, params, np.exp(result.x))
-    provenance = FitProvenance(method="scipy least_squares, soft_l1 on log(pred/measured)", data=data,
-                               rows=len(cases), command=command, fitted_on=date.today().isoformat())
+    provenance = FitProvenance(
+        method="scipy least_squares, soft_l1 on log(pred/measured)",
+        data=data,
+        rows=len(cases),
+        command=command,
+        fitted_on=date.today().isoformat(),
+    )
     return fitted.model_copy(update={"provenance": provenance}), params
-

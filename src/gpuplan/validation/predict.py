@@ -59,8 +59,16 @@ def predict_case(case: Case, catalog: Catalog, cal: Calibration) -> RowResult:
 
 def _result(case: Case, predicted: float | None, skip: str | None) -> RowResult:
     ape = abs(predicted / case.value - 1.0) if predicted is not None and case.value > 0 else None
-    return RowResult(id=case.id, metric=case.metric, quality=case.quality, gpu=case.get("gpu"), measured=case.value,
-                     predicted=predicted, ape=ape, skip_reason=skip if predicted is None else None)
+    return RowResult(
+        id=case.id,
+        metric=case.metric,
+        quality=case.quality,
+        gpu=case.get("gpu"),
+        measured=case.value,
+        predicted=predicted,
+        ape=ape,
+        skip_reason=skip if predicted is None else None,
+    )
 
 
 def _dispatch(case: Case, catalog: Catalog, cal: Calibration) -> float:
@@ -110,9 +118,11 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
     if not case.int_field("input_len") and scenario != "single":
         raise Skip("input length not stated")
     workload = InferenceWorkload(
-        scenario=scenario,  # type: ignore[arg-type]
-        input_tokens=case.int_field("input_len") or 0, output_tokens=output,
-        concurrency=case.int_field("concurrency"), batch_size=case.int_field("batch_size"),
+        scenario=scenario,
+        input_tokens=case.int_field("input_len") or 0,
+        output_tokens=output,
+        concurrency=case.int_field("concurrency"),
+        batch_size=case.int_field("batch_size"),
     )
     metric = _INFERENCE_METRICS[case.metric]
     best: float | None = None
@@ -141,9 +151,18 @@ def _layouts(case: Case, model: ModelSpec) -> list[Layout]:
     for t in tps:
         if gpus % (t * pp):
             continue
-        layouts.append(Layout(tp=t, pp=pp, ep=ep, replicas=gpus // (t * pp), weight_dtype=_dtype(case.get("weight_dtype")),
-                              kv_dtype=case.get("kv_dtype") or None, engine=_engine(case),
-                              gpu_memory_utilization=_float_or_none(case.note("gpu_memory_utilization"))))
+        layouts.append(
+            Layout(
+                tp=t,
+                pp=pp,
+                ep=ep,
+                replicas=gpus // (t * pp),
+                weight_dtype=_dtype(case.get("weight_dtype")),
+                kv_dtype=case.get("kv_dtype") or None,
+                engine=_engine(case),
+                gpu_memory_utilization=_float_or_none(case.note("gpu_memory_utilization")),
+            )
+        )
     return layouts
 
 
@@ -175,7 +194,7 @@ def _engine_version(case: Case) -> str | None:
 def _expert_parallel(case: Case, tp: int) -> int:
     """EP degree from a ``layout:`` note (vLLM -dp N with expert parallelism spreads experts over N GPUs)."""
     notes = case.get("notes")
-    if "layout:" not in notes or "ep=" not in notes and "expert parallelism" not in notes:
+    if "layout:" not in notes or ("ep=" not in notes and "expert parallelism" not in notes):
         return 1
     if "ep=" in notes:
         digits = notes.split("ep=", 1)[1].split(" ")[0].strip(",;")
@@ -185,10 +204,16 @@ def _expert_parallel(case: Case, tp: int) -> int:
 
 def _memory_metric(case: Case, model: ModelSpec, gpu: GpuSpec) -> float:
     tp = case.int_field("tp") or case.int_field("num_gpus") or 1
-    layout = Layout(tp=tp, pp=case.int_field("pp") or 1, ep=_expert_parallel(case, tp),
-                    weight_dtype=_dtype(case.get("weight_dtype")), kv_dtype=case.get("kv_dtype") or None,
-                    engine=_engine(case), engine_version=_engine_version(case),
-                    gpu_memory_utilization=case.float_field("gpu_memory_utilization"))
+    layout = Layout(
+        tp=tp,
+        pp=case.int_field("pp") or 1,
+        ep=_expert_parallel(case, tp),
+        weight_dtype=_dtype(case.get("weight_dtype")),
+        kv_dtype=case.get("kv_dtype") or None,
+        engine=_engine(case),
+        engine_version=_engine_version(case),
+        gpu_memory_utilization=case.float_field("gpu_memory_utilization"),
+    )
     max_len = case.int_field("max_model_len")
     mem = inference_memory(model, gpu, layout, max_model_len=max_len)
     block = case.int_field("block_size") or 16

@@ -46,8 +46,12 @@ def stats(apes: Sequence[float]) -> MetricStats:
     if not apes:
         return MetricStats(n=0, mape=None, median_ape=None, p90_ape=None)
     arr = np.asarray(apes, dtype=float)
-    return MetricStats(n=len(apes), mape=float(arr.mean()), median_ape=float(np.median(arr)),
-                       p90_ape=float(np.percentile(arr, 90)))
+    return MetricStats(
+        n=len(apes),
+        mape=float(arr.mean()),
+        median_ape=float(np.median(arr)),
+        p90_ape=float(np.percentile(arr, 90)),
+    )
 
 
 def summarise(rows: Iterable[RowResult]) -> Summary:
@@ -61,6 +65,10 @@ def summarise(rows: Iterable[RowResult]) -> Summary:
             continue
         by_metric.setdefault(r.metric, []).append(r.ape)
         by_grade.setdefault(r.quality or "?", []).append(r.ape)
-    return Summary(rows=len(rows), predicted=len(done), skipped=len(rows) - len(done),
-                   by_metric={k: stats(v) for k, v in sorted(by_metric.items())},
-                   by_grade={k: stats(v) for k, v in sorted(by_grade.items())})
+    return Summary(
+        rows=len(rows),
+        predicted=len(done),
+        skipped=len(rows) - len(done),
+        by_metric={k: stats(v) for k, v in sorted(by_metric.items())},
+        by_grade={k: stats(v) for k, v in sorted(by_grade.items())},
+    )

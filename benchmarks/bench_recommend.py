@@ -1,0 +1,66 @@
+"""Time a full ``recommend`` sweep: every catalog GPU × 1-64 GPUs × all TP/PP layouts × dtypes.
+
+Run: ``make bench`` (or ``python benchmarks/bench_recommend.py``). Prints a table of wall times
+(best of N) and how many layouts were evaluated. Speed is measured here, never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from gpuplan import service
+from gpuplan.catalog import default_catalog
+from gpuplan.models import get_model
+from gpuplan.perf.calibration import default_calibration
+from gpuplan.recommend import SearchSpace, ServingTarget, Sla
+from gpuplan.recommend.search import candidate_layouts, search
+
+REPEATS = 5
+CASES = (
+    (
+        "meta-llama/Llama-3.1-8B",
+        ServingTarget(input_tokens=2048, output_tokens=300, rate_rps=20),
+        Sla(ttft_ms=1000, tpot_ms=50),
+    ),
+    (
+        "Qwen/Qwen2.5-32B-Instruct",
+        ServingTarget(input_tokens=2048, output_tokens=300, rate_rps=20),
+        Sla(ttft_ms=1000, tpot_ms=50),
+    ),
+    (
+        "meta-llama/Llama-3.1-70B",
+        ServingTarget(input_tokens=1000, output_tokens=500, concurrency=256),
+        Sla(tpot_ms=60),
+    ),
+    (
+        "mistralai/Mixtral-8x7B-v0.1",
+        ServingTarget(input_tokens=1000, output_tokens=500, rate_rps=10),
+        Sla(tpot_ms=50),
+    ),
+)
+SPACE = SearchSpace(weight_dtypes=("bf16", "fp8", "int4", "fp4"), max_gpus=64)
+
+
+def main() -> None:
+    catalog = default_catalog()
+    cal = default_calibration()
+    offers = service.offers(catalog, None)
+    print(f"{'model':32} {'GPU types':>9} {'layouts':>8} {'plans':>6} {'best s':>8} {'median s':>9}")
+    for model_id, target, sla in CASES:
+        model = get_model(model_id)
+        layouts = sum(len(list(candidate_layouts(model, o.gpu, SPACE))) for o in offers)
+        times = []
+        plans: list[object] = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            plans, _ = search(model, offers, target, sla, SPACE, cal=cal)
+            times.append(time.perf_counter() - start)
+        print(
+            f"{model_id:32} {len(offers):>9} {layouts:>8} {len(plans):>6} {min(times):>8.3f} "
+            f"{statistics.median(times):>9.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
