@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -12,8 +13,20 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+PIPE_WIDTH = 160
+"""Columns when stdout is not a terminal (logs, CI, docs): rich would otherwise assume 80 and cut the
+13-column plan table; COLUMNS still wins."""
+
+
+def _width() -> int | None:
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() else PIPE_WIDTH
+
+
+console = Console(soft_wrap=True, width=_width())
+err_console = Console(stderr=True, soft_wrap=True, width=_width())
 
 
 def emit_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:

@@ -13,8 +13,9 @@ Physical meaning, so that a factor fitted on one GPU transfers to another of the
 * ``link_efficiency``: achieved fraction of the link bandwidth in ring all-reduce.
 * ``hop_latency_s[link]``: latency of one ring step on that link kind (NVLink ~ µs; PCIe through
   the host bridge ~ 10 µs); an all-reduce over TP ranks takes 2(tp−1) steps.
-* ``layer_overhead_s``: kernel-launch time per transformer layer per step (about ten kernels of a
-  few µs each), which dominates small prefills and batch-1 decode.
+* ``layer_overhead_s``: kernel-launch time per transformer layer of a prefill step (about ten
+  kernels of a few µs each). Decode steps replay captured CUDA graphs (vLLM, TensorRT-LLM), so
+  they pay only ``step_overhead_s``.
 
 The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
 """

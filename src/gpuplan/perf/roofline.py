@@ -7,7 +7,7 @@ et al. 2009, "Roofline"), plus collectives and a fixed host overhead:
     t_step = max(W / (BW·η_bw), F_gemm / (P·η_c))          weights stream once per step
            + max(KV / (BW·η_bw), F_attn / (P16·η_c))        attention reads each sequence's KV
            + n_allreduce · (α + 2(tp−1)/tp · msg / (link·η_link))   ring all-reduce (Patarasuk 2009)
-           + overhead
+           + overhead (+ per-layer kernel launches in prefill: decode steps replay CUDA graphs)
 
 Pipeline parallelism splits the layers over ``pp`` stages; a token crosses all stages, so the
 latency of one step is ``pp`` stage times while ``pp`` micro-batches keep every stage busy.
@@ -81,6 +81,7 @@ class StepModel:
     allreduce_s_per_byte: float
     allreduce_latency_s: float
     overhead_s: float
+    prefill_launch_s: float
     matmul_flops_per_token: float
     engine: EngineProfile
     max_seqs: int
@@ -113,7 +114,8 @@ class StepModel:
             kv_dtype=layout.resolved_kv_dtype,
             allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
             allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
-            overhead_s=cal.overhead(layout.engine) + cal.layer_overhead_s * model.num_layers,
+            overhead_s=cal.overhead(layout.engine),
+            prefill_launch_s=cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
             engine=engine,
             max_seqs=max_seqs,
@@ -172,4 +174,4 @@ class StepModel:
         total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
         gemm = tokens * self.matmul_flops_per_token
         stage = self._stage_s(tokens=tokens, gemm_flops=gemm, attn_flops=max(total - gemm, 0.0), kv_bytes=0.0)
-        return self.layout.pp * stage + self.overhead_s
+        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
