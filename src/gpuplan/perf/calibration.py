@@ -72,6 +72,10 @@ class Calibration(BaseModel):
     def overhead(self, name: str) -> float:
         return self.step_overhead_s.get(name, self.step_overhead_s[DEFAULT_FAMILY])
 
+    def is_fitted(self, family: str) -> bool:
+        """Whether a family's factors come from measurements rather than the default prior."""
+        return family in self.compute_efficiency and family in self.bandwidth_efficiency
+
     def hop_latency(self, link: str) -> float:
         return self.hop_latency_s.get(link, self.hop_latency_s[DEFAULT_FAMILY])
 

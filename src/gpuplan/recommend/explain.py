@@ -28,6 +28,11 @@ def explain(
     """Lines, most important first: winner, size, bound, runner-ups, rejections, rent-vs-own, growth."""
     best = plans[0]
     lines = [_winner(best, target, sla), _size(model)]
+    if not best.calibrated:
+        lines.append(
+            f"Confidence: no published measurements of {best.gpu}'s GPU family were in the calibration, so its "
+            "efficiency factors are priors; benchmark it (or the runner-up) before you commit."
+        )
     lines.append(
         f"Decode on {best.gpu} is {best.bound}-bound at {best.concurrency_per_replica:.0f} requests per replica: "
         + (

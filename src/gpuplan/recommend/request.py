@@ -94,6 +94,7 @@ class Plan(_Frozen):
     memory_breakdown_gib: MemoryBreakdownGib
     bound: str
     price_source: str
+    calibrated: bool = Field(description="the GPU family's efficiency factors were fitted on measurements")
 
 
 class Rejection(_Frozen):

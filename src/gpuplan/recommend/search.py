@@ -195,10 +195,18 @@ def evaluate(
         layout.model_copy(update={"replicas": replicas}),
         target,
         _load_per_replica(target, replicas),
+        cal.is_fitted(gpu.family),
     )
 
 
-def _plan(replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: ServingTarget, load: float) -> Plan:
+def _plan(
+    replica: ReplicaModel,
+    offer: GpuOffer,
+    layout: Layout,
+    target: ServingTarget,
+    load: float,
+    calibrated: bool,
+) -> Plan:
     ttft, tpot, tok_s, running = replica.run(_workload(target, load))
     total_tok_s = tok_s * layout.replicas
     mem = replica.memory
@@ -239,6 +247,7 @@ def _plan(replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: Servin
         memory_breakdown_gib=breakdown,
         bound=decode_bound(replica.step, running),
         price_source=offer.price_source,
+        calibrated=calibrated,
     )
 
 
