@@ -82,6 +82,8 @@ def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
     """Validate scenario YAML text; FileFormatError names ``origin``, the line or the field."""
     try:
         data: Any = yaml.safe_load(text)
+    except RecursionError:
+        raise FileFormatError(f"{origin}: document nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -115,7 +117,12 @@ def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
     """Pydantic errors flattened to one line: 'field.path: rule; ...'."""
     parts = []
     for err in exc.errors()[:limit]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(document)"
-        parts.append(f"{loc}: {err['msg']}")
+        loc = ".".join(_one_line(str(p)) for p in err["loc"]) or "(document)"
+        parts.append(f"{loc}: {_one_line(err['msg'])}")
     more = len(exc.errors()) - limit
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _one_line(text: str) -> str:
+    """User text inside an error stays on one line: control characters are escaped."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

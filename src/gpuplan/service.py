@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
+from gpuplan.dtypes import get_dtype
 from gpuplan.errors import FileFormatError, UserInputError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
@@ -65,6 +66,8 @@ def recommend_from_scenario(
         rate_rps=sc.workload.rate_rps,
         concurrency=sc.workload.concurrency,
     )
+    for dtype in sc.precision.allowed or ():
+        get_dtype(dtype)
     space = SearchSpace(
         weight_dtypes=tuple(sc.precision.allowed or ("bf16", "fp8", "int4")),
         max_gpus=sc.hardware.max_gpus,
@@ -141,7 +144,10 @@ def predict_from_scenario(
         output_tokens=sc.workload.output_tokens,
         concurrency=sc.workload.concurrency,
         batch_size=sc.workload.batch_size,
+        rate_rps=sc.workload.rate_rps,
     )
+    if workload.scenario == "rate" and workload.rate_rps is None:
+        raise UserInputError("workload.scenario 'rate' needs workload.rate_rps", hint="e.g. rate_rps: 5")
     prediction = predict_inference(model, gpu, layout, workload, cal=cal)
     price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
     per_hour = price * layout.num_gpus if price else None

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 PIPE_WIDTH = 160
 """Columns when stdout is not a terminal (logs, CI, docs): rich would otherwise assume 80 and cut the
@@ -48,7 +49,9 @@ def _finite(data: Any) -> Any:
 
 def error(message: str) -> None:
     """One line on stderr, no traceback."""
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    line = Text("error: ", style="bold red")
+    line.append(message)
+    err_console.print(line, highlight=False)
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -102,13 +102,17 @@ def _read_json(path: Path, model_id: str) -> Mapping[str, Any]:
 
 def _local_config(name: str) -> Path | None:
     """The config.json a name points to, None when the name is not a local path."""
-    path = Path(name).expanduser()
-    if path.is_dir():
+    try:
+        path = Path(name).expanduser()
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if is_dir:
         candidate = path / "config.json"
         if not candidate.is_file():
             raise UserInputError(f"directory {name} has no config.json", hint="pass the path to config.json")
         return candidate
-    if path.is_file():
+    if is_file:
         return path
     if name.endswith(".json") or name.startswith(("/", "./", "../", "~")):
         raise UserInputError(f"no such file: {name}", hint="check the path to config.json")

@@ -26,11 +26,13 @@ from functools import lru_cache
 from importlib import resources
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpuplan.errors import DataError
 
 DEFAULT_FAMILY = "default"
+MAX_FACTOR = 1.5
+"""No efficiency can exceed the peak by much (1.5 leaves room for a datasheet that understates)."""
 
 
 class FitProvenance(BaseModel):
@@ -59,6 +61,20 @@ class Calibration(BaseModel):
     hop_latency_s: dict[str, float]
     layer_overhead_s: float = Field(ge=0, le=0.01)
     provenance: FitProvenance
+
+    @model_validator(mode="after")
+    def _positive_factors(self) -> Calibration:
+        for name in (
+            "compute_efficiency",
+            "bandwidth_efficiency",
+            "engine_efficiency",
+            "step_overhead_s",
+            "hop_latency_s",
+        ):
+            for key, value in getattr(self, name).items():
+                if not 0 < value <= MAX_FACTOR:
+                    raise ValueError(f"{name}.{key} = {value} is outside (0, {MAX_FACTOR}]")
+        return self
 
     def compute(self, family: str) -> float:
         return self.compute_efficiency.get(family, self.compute_efficiency[DEFAULT_FAMILY])

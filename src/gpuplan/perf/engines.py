@@ -170,6 +170,8 @@ def parse_version(raw: str | None) -> tuple[int, int] | None:
     if not raw:
         return None
     text = raw.strip().lower()
+    if text.startswith("v") and text[1:2].isdigit() and "." in text:
+        text = text[1:]
     if text in ("v0", "0"):
         return (0, 0)
     if text == "v1":

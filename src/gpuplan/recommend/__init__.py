@@ -85,9 +85,10 @@ def _rejections(
 ) -> list[Rejection]:
     """One reason per GPU type with no plan: its nearest miss."""
     out: list[Rejection] = []
-    for gpu, items in sorted(misses.items()):
+    for gpu in sorted(set(misses) | {p.gpu for p in over}):
         if gpu in winners:
             continue
+        items = misses.get(gpu, [])
         cheapest_over = min(
             (p for p in over if p.gpu == gpu), key=lambda p: p.usd_per_hour or 0, default=None
         )

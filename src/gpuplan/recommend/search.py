@@ -173,7 +173,7 @@ def evaluate(
         ttft, tpot, _, _ = replica.run(_workload(target, _lowest_load(target)))
         return Miss(
             Rejection(gpu=gpu.id, kind="latency", reason=_latency_reason(sla, ttft, tpot, layout)),
-            LATENCY_MISS + min(_sla_excess(sla, ttft, tpot), 0.99),
+            LATENCY_MISS + _squash(_sla_excess(sla, ttft, tpot)),
         )
     replicas = _replicas_needed(target, load_max, space.headroom)
     count = replicas * layout.gpus_per_replica
@@ -240,10 +240,7 @@ def _plan(
         usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=total_tok_s)
         if per_hour
         else None,
-        memory_per_gpu_gib=(
-            mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv / layout.tp
-        )
-        / GIB,
+        memory_per_gpu_gib=(mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv) / GIB,
         memory_breakdown_gib=breakdown,
         bound=decode_bound(replica.step, running),
         price_source=offer.price_source,
@@ -251,12 +248,17 @@ def _plan(
     )
 
 
+def _squash(excess: float) -> float:
+    """Map an excess in [0, inf) to [0, 1), order-preserving, so misses of one kind rank by size."""
+    return excess / (1.0 + excess) if math.isfinite(excess) else 0.999999
+
+
 def _latency_reason(sla: Sla, ttft_s: float, tpot_s: float, layout: Layout) -> str:
     parts = []
     if sla.ttft_ms is not None and ttft_s * MS_PER_S > sla.ttft_ms:
-        parts.append(f"TTFT {ttft_s * MS_PER_S:.0f} ms > {sla.ttft_ms:.0f} ms")
+        parts.append(f"TTFT {ttft_s * MS_PER_S:.0f} ms > {sla.ttft_ms:g} ms")
     if sla.tpot_ms is not None and tpot_s * MS_PER_S > sla.tpot_ms:
-        parts.append(f"TPOT {tpot_s * MS_PER_S:.1f} ms > {sla.tpot_ms:.0f} ms")
+        parts.append(f"TPOT {tpot_s * MS_PER_S:.1f} ms > {sla.tpot_ms:g} ms")
     return (
         " and ".join(parts) + f" even with one request (best layout tp={layout.tp} pp={layout.pp}, "
         f"{layout.weight_dtype})"

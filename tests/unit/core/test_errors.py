@@ -1,0 +1,103 @@
+"""The error tree: did-you-mean matching, messages, nearest misses and exit codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.errors import (
+    BenchmarkError,
+    DataError,
+    FileFormatError,
+    GpuplanError,
+    InfeasibleError,
+    UnknownNameError,
+    UserInputError,
+    closest,
+)
+
+IDS = ["H100-SXM", "H100-PCIe", "H100-NVL", "H200-SXM", "A100-80GB-SXM", "L4", "T4"]
+
+
+def test_closest_is_case_insensitive_and_keeps_original_spelling() -> None:
+    hits = closest("h100-sxm", IDS)
+    assert hits[0] == "H100-SXM"
+    assert len(hits) <= 3
+
+
+def test_closest_respects_n() -> None:
+    assert closest("H100", IDS, n=1) == ["H100-SXM"]
+    assert len(closest("H100", IDS, n=2)) == 2
+
+
+def test_closest_finds_every_variant_of_a_prefix() -> None:
+    assert set(closest("H100", IDS)) == {"H100-SXM", "H100-PCIe", "H100-NVL"}
+
+
+def test_closest_falls_back_to_substring() -> None:
+    # difflib ratio of "80gb" vs "a100-80gb-sxm" is 2*4/(4+13) = 0.47 < 0.5 cutoff, so only the
+    # substring rule can find it.
+    assert closest("80GB", IDS) == ["A100-80GB-SXM"]
+
+
+def test_closest_with_nothing_near() -> None:
+    assert closest("zzzz", IDS) == []
+    assert closest("anything", []) == []
+
+
+def test_unknown_name_message() -> None:
+    err = UnknownNameError("GPU", "H10-SXM", IDS, hint="run 'gpuplan gpus'")
+    assert err.suggestions[0] == "H100-SXM"
+    assert err.message.startswith("unknown GPU 'H10-SXM'; did you mean H100-SXM")
+    assert str(err) == f"{err.message} (run 'gpuplan gpus')"
+    assert err.one_line() == str(err)
+    assert err.exit_code == 1
+
+
+def test_unknown_name_without_suggestions() -> None:
+    err = UnknownNameError("model", "qqq", IDS)
+    assert err.suggestions == []
+    assert str(err) == "unknown model 'qqq'"
+
+
+def test_infeasible_lists_first_three_nearest_misses() -> None:
+    nearest = ["a: too slow", "b: too big", "c: too costly", "d: never shown"]
+    err = InfeasibleError("no plan", nearest=nearest, hint="relax the SLA")
+    assert err.nearest == nearest  # all kept on the object
+    assert err.message == "no plan; nearest misses: a: too slow; b: too big; c: too costly"
+    assert "d: never shown" not in str(err)
+    assert str(err).endswith("(relax the SLA)")
+    assert err.exit_code == 2
+
+
+def test_infeasible_without_misses() -> None:
+    err = InfeasibleError("nothing fits")
+    assert err.nearest == []
+    assert str(err) == "nothing fits"
+
+
+@pytest.mark.parametrize(
+    ("exc", "code", "parent"),
+    [
+        (GpuplanError("x"), 1, Exception),
+        (UserInputError("x"), 1, GpuplanError),
+        (UnknownNameError("dtype", "x", []), 1, UserInputError),
+        (FileFormatError("x"), 1, UserInputError),
+        (InfeasibleError("x"), 2, GpuplanError),
+        (DataError("x"), 3, GpuplanError),
+        (BenchmarkError("x"), 4, GpuplanError),
+    ],
+)
+def test_exit_codes_per_branch(exc: GpuplanError, code: int, parent: type[Exception]) -> None:
+    assert exc.exit_code == code
+    assert isinstance(exc, parent)
+
+
+def test_branches_are_disjoint() -> None:
+    assert not issubclass(DataError, UserInputError)
+    assert not issubclass(InfeasibleError, UserInputError)
+    assert not issubclass(BenchmarkError, (UserInputError, DataError, InfeasibleError))
+
+
+def test_hint_is_optional() -> None:
+    assert str(DataError("bad row")) == "bad row"
+    assert DataError("bad row", hint="fix it").one_line() == "bad row (fix it)"
