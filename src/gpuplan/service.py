@@ -194,11 +194,16 @@ def fit(
 ) -> FitResult:
     """Does it fit, and how much KV is left."""
     model, gpu = get_model(model_id), catalog.get_gpu(gpu_id)
-    sc_tp = tp or count // pp
+    sc_tp = tp or count // max(pp, 1)
+    if count < 1 or pp < 1 or sc_tp < 1 or count % (sc_tp * pp):
+        raise UserInputError(
+            f"--count {count} is not a positive multiple of tp x pp = {sc_tp} x {pp}",
+            hint="make count = tp x pp x replicas",
+        )
     layout = Layout(
         tp=sc_tp,
         pp=pp,
-        replicas=max(count // (sc_tp * pp), 1),
+        replicas=count // (sc_tp * pp),
         weight_dtype=weight_dtype,
         kv_dtype=kv_dtype,
         engine=engine,

@@ -93,6 +93,13 @@ class ReplicaModel:
         """InfeasibleError (with the per-GPU need) when one ``context_tokens`` request cannot fit."""
         cal = cal or default_calibration()
         mem = inference_memory(model, gpu, layout, max_model_len=max(context_tokens, 1))
+        if not mem.fits and mem.kv_pool_bytes > 0:
+            raise InfeasibleError(
+                f"one request of {mem.max_model_len:,} context tokens does not fit the KV cache of "
+                f"{layout.tp * layout.pp}x{gpu.id} ({layout.weight_dtype}): only {mem.max_concurrency:.2f} of it "
+                f"fits in {mem.kv_pool_bytes / GIB:.1f} GiB per GPU",
+                hint="shorten the context, use fp8 KV cache, or add GPUs",
+            )
         if not mem.fits:
             need = (mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes) / GIB
             raise InfeasibleError(

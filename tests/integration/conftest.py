@@ -1,0 +1,90 @@
+"""Shared fixtures of the CLI integration tests: a CliRunner wrapper that also checks the error contract.
+
+Contract (``gpuplan/cli/app.py``): exit 0 ok, 1 user input error, 2 infeasible, 3 data error,
+4 benchmark error; errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from gpuplan.cli import app
+
+DATA = Path(__file__).parent / "data"
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one CLI invocation produced."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    output: str
+    result: Result
+
+    def error_line(self) -> str:
+        """The single non-blank stderr line (fails if there are none or several)."""
+        lines = [ln for ln in self.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1, f"expected one error line on stderr, got {len(lines)}:\n{self.stderr}"
+        return lines[0]
+
+
+Invoke = Callable[..., Run]
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Never reach the Hugging Face Hub: unknown model ids must fail locally and fast."""
+    import gpuplan.models.registry as registry
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(registry, "_hub_config", lambda _repo_id: None)
+    yield
+
+
+@pytest.fixture()
+def invoke(monkeypatch: pytest.MonkeyPatch) -> Invoke:
+    """Run ``gpuplan ARGS`` in-process; assert that no Python exception escaped (a crash).
+
+    Tables render 200 columns wide so that ids are not folded over lines.
+    """
+    from gpuplan.cli import render
+
+    monkeypatch.setattr(render.console, "width", 200)
+    runner = CliRunner()
+
+    def _run(*args: str | Path) -> Run:
+        result = runner.invoke(app, [str(a) for a in args], catch_exceptions=True)
+        exc = result.exception
+        if exc is not None and not isinstance(exc, SystemExit):
+            raise AssertionError(
+                f"gpuplan {' '.join(map(str, args))} crashed with {type(exc).__name__}: {exc}"
+            ) from exc
+        for stream in (result.stdout, result.stderr):
+            assert "Traceback" not in stream, stream
+        return Run(result.exit_code, result.stdout, result.stderr, result.output, result)
+
+    return _run
+
+
+@pytest.fixture()
+def user_error(invoke: Invoke) -> Callable[..., str]:
+    """Run a command that must fail as a user error; return its one stderr line."""
+
+    def _check(*args: str | Path, code: int = 1) -> str:
+        run = invoke(*args)
+        assert run.exit_code == code, (
+            f"exit {run.exit_code}, stderr: {run.stderr!r} stdout: {run.stdout[-500:]!r}"
+        )
+        line = run.error_line()
+        assert line.startswith("error:"), line
+        return line
+
+    return _check
