@@ -25,6 +25,10 @@ _SIGNATURES: dict[Schema, frozenset[str]] = {
 _REQUIRED = frozenset({"id", "model", "gpu", "metric", "value", "quality"})
 
 
+class Skip(Exception):
+    """A row the model cannot predict, with the reason shown to the user."""
+
+
 class Case(BaseModel):
     """One validation row: its raw fields plus the parsed value."""
 

@@ -21,10 +21,9 @@ from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predi
 from gpuplan.perf.layout import Layout
 from gpuplan.perf.memory import inference_memory
 from gpuplan.units import GIB, MS_PER_S
-from gpuplan.validation.cases import Case
-
-TRAINING_SKIP = "training not supported yet"
-SIM_SKIP = "server/rate scenarios need the serving simulator (not built yet)"
+from gpuplan.validation.cases import Case, Skip
+from gpuplan.validation.predict_server import predict_server_case
+from gpuplan.validation.predict_training import predict_training_case
 
 
 class RowResult(BaseModel):
@@ -40,10 +39,6 @@ class RowResult(BaseModel):
     predicted: float | None
     ape: float | None
     skip_reason: str | None
-
-
-class Skip(Exception):
-    """A row the model cannot predict, with the reason shown to the user."""
 
 
 def predict_case(case: Case, catalog: Catalog, cal: Calibration) -> RowResult:
@@ -72,8 +67,8 @@ def _result(case: Case, predicted: float | None, skip: str | None) -> RowResult:
 
 
 def _dispatch(case: Case, catalog: Catalog, cal: Calibration) -> float:
-    if case.schema_name in ("training", "memory"):
-        raise Skip(TRAINING_SKIP)
+    if case.schema_name == "training" or (case.schema_name == "memory" and case.get("method") != "inference"):
+        return predict_training_case(case, catalog, cal)
     if not case.get("gpu"):
         raise Skip("no GPU named")
     model = get_model(case.get("model"))
@@ -109,7 +104,7 @@ _INFERENCE_METRICS: dict[str, Callable[[InferencePrediction], float]] = {
 def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
     scenario = case.get("scenario")
     if scenario in ("server", "rate"):
-        raise Skip(SIM_SKIP)
+        return predict_server_case(case, model, gpu, cal)
     if case.metric not in _INFERENCE_METRICS:
         raise Skip(f"metric {case.metric} needs percentiles from the serving simulator")
     output = case.int_field("output_len")

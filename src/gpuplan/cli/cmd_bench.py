@@ -1,0 +1,7 @@
+"""``gpuplan bench``, ``mock-server``, ``results``, ``calibrate``."""
+
+from __future__ import annotations
+
+from gpuplan.cli.app import app
+
+__all__ = ["app"]
