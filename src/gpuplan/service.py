@@ -148,7 +148,7 @@ def predict_from_scenario(
     )
     if workload.scenario == "rate" and workload.rate_rps is None:
         raise UserInputError("workload.scenario 'rate' needs workload.rate_rps", hint="e.g. rate_rps: 5")
-    prediction = predict_inference(model, gpu, layout, workload, cal=cal)
+    prediction = predict_inference(model, gpu, layout, workload, cal=cal, max_model_len=sc.max_model_len)
     price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
     per_hour = price * layout.num_gpus if price else None
     per_m = (

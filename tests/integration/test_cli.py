@@ -677,21 +677,12 @@ def test_context_too_long_message_names_the_context(user_error: Any, tmp_path: P
     assert "context" in line or "10,000,010" in line or "10000010" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="validation.report.summarise counts a row with measured 0 (IM0020, fits=0, predicted 0) as "
-    "skipped although it has a prediction and no skip_reason",
-)
 def test_validate_zero_measurement_is_not_a_silent_skip(invoke: Invoke) -> None:
     data = _json(invoke, "validate", DATA / "inference_memory_fits0.csv", "--grades", "C")
     skipped_with_reason = sum(r["skip_reason"] is not None for r in data["rows"])
     assert data["summary"]["skipped"] == skipped_with_reason
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dtypes.get_dtype's hint says \"run 'gpuplan dtypes'\" but the CLI has no dtypes command",
-)
 def test_unknown_dtype_hint_names_a_real_command(user_error: Any, invoke: Invoke) -> None:
     line = user_error("fit", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--dtype", "fp9")
     if "gpuplan dtypes" in line:

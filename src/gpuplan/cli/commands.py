@@ -39,6 +39,13 @@ def models(format: FormatOpt = "table") -> None:
     views.models(list_models(), fmt(format))
 
 
+@app.command()
+@guarded
+def dtypes(format: FormatOpt = "table") -> None:
+    """List weight / KV-cache dtypes: bytes per element with scale overhead and the GEMM path used."""
+    views.dtypes(fmt(format))
+
+
 @app.command("fit")
 @guarded
 def fit_cmd(

@@ -58,7 +58,7 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) 
     t = Table(title=title, title_justify="left", header_style="bold")
     for c in columns:
         t.add_column(
-            c, justify="left" if c in ("id", "gpu", "model", "metric", "reason", "layout") else "right"
+            c, justify="left" if c in ("id", "gpu", "model", "metric", "reason", "layout", "note", "part") else "right"
         )
     for r in rows:
         t.add_row(*[_cell(v) for v in r])

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from gpuplan.catalog import Catalog
 from gpuplan.cli.app import Format
 from gpuplan.cli.render import console, emit_json, lines, table
+from gpuplan.dtypes import DTYPES
 from gpuplan.models.registry import ModelSummary
 from gpuplan.recommend import Recommendation
 from gpuplan.service import FitResult, PredictResult
@@ -44,6 +45,41 @@ def gpus(catalog: Catalog, f: Format) -> None:
     table(
         "GPU catalog (dense TFLOPS; links bidirectional per GPU)",
         ["id", "family", "mem GB", "TB/s", "bf16", "fp8", "fp4", "scale-up link", "TDP W", "$/GPU-h"],
+        rows,
+    )
+
+
+def dtypes(f: Format) -> None:
+    rows = [
+        (d.name, d.bytes_per_element, d.bytes_per_element * 8, d.compute_key, d.fallback_compute_key, d.note)
+        for d in DTYPES.values()
+    ]
+    if f == "json":
+        emit_json(
+            {
+                "dtypes": [
+                    dict(
+                        zip(
+                            (
+                                "name",
+                                "bytes_per_element",
+                                "bits_per_element",
+                                "compute",
+                                "fallback_compute",
+                                "note",
+                            ),
+                            r,
+                            strict=True,
+                        )
+                    )
+                    for r in rows
+                ]
+            }
+        )
+        return
+    table(
+        "Dtypes (bytes include block-scale overhead)",
+        ["id", "bytes", "bits", "GEMM path", "fallback", "note"],
         rows,
     )
 

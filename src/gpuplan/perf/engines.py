@@ -7,21 +7,17 @@ performance and memory models read are kept here.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from importlib import resources
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpuplan.errors import UnknownNameError
+from gpuplan.errors import DataError, UnknownNameError
 
 EngineName = Literal["vllm", "trtllm", "sglang", "lmdeploy", "tgi", "llamacpp", "mlc", "other"]
 KvReservation = Literal["full", "current"]
-
-VLLM_ARG_UTILS_URL = "https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py"
-"""vLLM V1 picks max_num_batched_tokens / max_num_seqs by usage context and GPU memory (>= 70 GiB and
-not an A100: 16384/8192 tokens and 1024 seqs; otherwise 8192/2048 tokens and 256 seqs)."""
-TRTLLM_BENCH_URL = "https://nvidia.github.io/TensorRT-LLM/performance/perf-benchmarking.html"
-"""trtllm-bench: max batch size 2048 and max_num_tokens 8192 by default; the capacity scheduler
-defaults to GUARANTEED_NO_EVICT, which reserves KV blocks for the full output of every request."""
 
 
 class EngineProfile(BaseModel):
@@ -42,111 +38,37 @@ class EngineProfile(BaseModel):
     source: str
 
 
-ENGINES: dict[str, EngineProfile] = {
-    e.name: e
-    for e in (
-        EngineProfile(
-            name="vllm",
-            max_num_seqs=256,
-            max_num_seqs_large_gpu=1024,
-            max_batched_tokens=8192,
-            max_batched_tokens_large_gpu=16384,
-            kv_reservation="current",
-            default_memory_utilization=0.9,
-            block_size_tokens=16,
-            source=VLLM_ARG_UTILS_URL,
-        ),
-        EngineProfile(
-            name="trtllm",
-            max_num_seqs=2048,
-            max_num_seqs_large_gpu=2048,
-            max_batched_tokens=8192,
-            max_batched_tokens_large_gpu=8192,
-            kv_reservation="full",
-            default_memory_utilization=0.9,
-            block_size_tokens=32,
-            source=TRTLLM_BENCH_URL,
-        ),
-        EngineProfile(
-            name="sglang",
-            max_num_seqs=1024,
-            max_num_seqs_large_gpu=1024,
-            max_batched_tokens=8192,
-            max_batched_tokens_large_gpu=16384,
-            kv_reservation="current",
-            default_memory_utilization=0.88,
-            block_size_tokens=1,
-            source="https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py",
-        ),
-        EngineProfile(
-            name="lmdeploy",
-            max_num_seqs=256,
-            max_num_seqs_large_gpu=256,
-            max_batched_tokens=8192,
-            max_batched_tokens_large_gpu=8192,
-            kv_reservation="current",
-            default_memory_utilization=0.8,
-            block_size_tokens=64,
-            source="https://lmdeploy.readthedocs.io/en/latest/api/pipeline.html",
-        ),
-        EngineProfile(
-            name="tgi",
-            max_num_seqs=128,
-            max_num_seqs_large_gpu=128,
-            max_batched_tokens=4096,
-            max_batched_tokens_large_gpu=4096,
-            kv_reservation="current",
-            default_memory_utilization=0.9,
-            block_size_tokens=16,
-            source="https://huggingface.co/docs/text-generation-inference/reference/launcher",
-        ),
-        EngineProfile(
-            name="llamacpp",
-            max_num_seqs=1,
-            max_num_seqs_large_gpu=1,
-            max_batched_tokens=2048,
-            max_batched_tokens_large_gpu=2048,
-            kv_reservation="full",
-            default_memory_utilization=0.95,
-            block_size_tokens=1,
-            source="https://github.com/ggml-org/llama.cpp/tree/master/tools/server",
-        ),
-        EngineProfile(
-            name="mlc",
-            max_num_seqs=1,
-            max_num_seqs_large_gpu=1,
-            max_batched_tokens=2048,
-            max_batched_tokens_large_gpu=2048,
-            kv_reservation="full",
-            default_memory_utilization=0.9,
-            block_size_tokens=16,
-            source="https://llm.mlc.ai/docs/deploy/cli.html",
-        ),
-        EngineProfile(
-            name="other",
-            max_num_seqs=256,
-            max_num_seqs_large_gpu=256,
-            max_batched_tokens=8192,
-            max_batched_tokens_large_gpu=8192,
-            kv_reservation="current",
-            default_memory_utilization=0.9,
-            block_size_tokens=16,
-            source=VLLM_ARG_UTILS_URL,
-        ),
-    )
-}
+def _load_engines() -> dict[str, EngineProfile]:
+    """Read ``data/engines.yaml`` once; DataError names the entry that fails validation."""
+    text = resources.files("gpuplan.perf").joinpath("data/engines.yaml").read_text(encoding="utf-8")
+    profiles: dict[str, EngineProfile] = {}
+    for index, entry in enumerate(yaml.safe_load(text)):
+        try:
+            profile = EngineProfile.model_validate(entry)
+        except ValidationError as exc:
+            raise DataError(f"engines.yaml entry {index}: {exc.errors()[0]['msg']}") from None
+        profiles[profile.name] = profile
+    return profiles
+
+
+@lru_cache(maxsize=1)
+def engines() -> dict[str, EngineProfile]:
+    """Every engine profile by name (bundled data, read on first use)."""
+    return _load_engines()
+
 
 LARGE_GPU_GIB = 70.0
-"""vLLM's threshold for its larger batching defaults (see VLLM_ARG_UTILS_URL)."""
+"""vLLM's threshold for its larger batching defaults (see the vllm entry of data/engines.yaml)."""
 
 
 def get_engine(name: str) -> EngineProfile:
     """Engine profile by name (``vllm``, ``trtllm`` …), with did-you-mean on a miss."""
     key = name.strip().lower().replace("-", "").replace("_", "")
     key = {"tensorrtllm": "trtllm", "tensorrt": "trtllm", "llama.cpp": "llamacpp"}.get(key, key)
-    if key not in ENGINES:
-        raise UnknownNameError("engine", name, ENGINES)
-    return ENGINES[key]
+    profiles = engines()
+    if key not in profiles:
+        raise UnknownNameError("engine", name, profiles)
+    return profiles[key]
 
 
 def batching_limits(engine: EngineProfile, *, usable_gib: float, gpu_id: str) -> tuple[int, int]:
@@ -163,6 +85,16 @@ VLLM_HYBRID_KV = (0, 10)
 """vLLM 0.10 added the hybrid KV-cache manager: sliding-window layers stop holding the full context."""
 VLLM_V0_MIN_BATCHED_TOKENS = 2048
 """V0 without chunked prefill profiles max(max_model_len, 2048) tokens in one step."""
+VLLM_V0_CHUNKED_ABOVE_TOKENS = 32768
+"""V0 turns chunked prefill on by itself for max_model_len > 32K, with 2048-token chunks
+(vLLM 0.6-0.7 EngineArgs.create_engine_config)."""
+
+
+def vllm_v0_batched_tokens(max_model_len: int) -> int:
+    """Tokens vLLM V0 profiles in one step for a given context length."""
+    if max_model_len > VLLM_V0_CHUNKED_ABOVE_TOKENS:
+        return VLLM_V0_MIN_BATCHED_TOKENS
+    return max(max_model_len, VLLM_V0_MIN_BATCHED_TOKENS)
 
 
 def parse_version(raw: str | None) -> tuple[int, int] | None:

@@ -27,7 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.catalog.schema import GpuSpec
-from gpuplan.errors import InfeasibleError
+from gpuplan.errors import InfeasibleError, UserInputError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.perf.layout import Layout
@@ -125,12 +125,21 @@ def predict_inference(
     workload: InferenceWorkload,
     *,
     cal: Calibration | None = None,
+    max_model_len: int | None = None,
 ) -> InferencePrediction:
     """Predict a scenario on ``layout.replicas`` replicas; InfeasibleError if one request cannot fit.
 
     ``concurrency`` and ``batch_size`` are system-wide and split evenly over the replicas.
+    ``max_model_len`` (default: prompt + output) is the context the engine is configured for; it
+    sets the activation profile and the per-request KV the engine plans for.
     """
-    context = workload.input_tokens + workload.output_tokens
+    needed = workload.input_tokens + workload.output_tokens
+    if max_model_len is not None and max_model_len < needed:
+        raise UserInputError(
+            f"max_model_len {max_model_len} is shorter than input + output tokens ({needed})",
+            hint="raise max_model_len or shorten the workload",
+        )
+    context = max_model_len or needed
     replica = ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal)
     share = workload.model_copy(
         update={

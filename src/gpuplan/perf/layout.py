@@ -40,7 +40,10 @@ class Layout(BaseModel):
 
     @property
     def resolved_kv_dtype(self) -> str:
-        """KV dtype: explicit, else fp8 for fp8/fp4 weights (engines pair them), else 16-bit."""
+        """KV dtype: explicit, else fp8 for fp8 weights (engines pair them), fp32 for fp32, else 16-bit.
+
+        FP4 and INT4 checkpoints keep a 16-bit KV cache unless told otherwise (vLLM ``kv_cache_dtype=auto``).
+        """
         if self.kv_dtype:
             return get_dtype(self.kv_dtype).name
         weight = get_dtype(self.weight_dtype).name

@@ -20,11 +20,11 @@ from gpuplan.dtypes import get_dtype
 from gpuplan.models import arith
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.engines import (
-    VLLM_V0_MIN_BATCHED_TOKENS,
     EngineProfile,
     batching_limits,
     get_engine,
     is_vllm_v0,
+    vllm_v0_batched_tokens,
     window_aware,
 )
 from gpuplan.perf.layout import Layout
@@ -211,7 +211,7 @@ def inference_memory(
     max_seqs, batched = batching_limits(engine, usable_gib=usable / GIB, gpu_id=gpu.id)
     context = max_model_len or model.max_position_embeddings or 4096
     if is_vllm_v0(engine, layout.engine_version):
-        max_seqs, batched = engine.max_num_seqs, max(context, VLLM_V0_MIN_BATCHED_TOKENS)
+        max_seqs, batched = engine.max_num_seqs, vllm_v0_batched_tokens(context)
     weights = weight_bytes_per_gpu(
         model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
     ).total

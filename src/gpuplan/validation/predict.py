@@ -16,7 +16,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
-from gpuplan.perf.engines import ENGINES
+from gpuplan.perf.engines import engines
 from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
 from gpuplan.perf.layout import Layout
 from gpuplan.perf.memory import inference_memory
@@ -80,7 +80,7 @@ def _dispatch(case: Case, catalog: Catalog, cal: Calibration) -> float:
 
 def _engine(case: Case) -> str:
     name = case.get("framework") or "other"
-    return name if name in ENGINES else "other"
+    return name if name in engines() else "other"
 
 
 def _dtype(raw: str, default: str = "bf16") -> str:

@@ -55,9 +55,13 @@ def stats(apes: Sequence[float]) -> MetricStats:
 
 
 def summarise(rows: Iterable[RowResult]) -> Summary:
-    """Counts and error statistics per metric and per grade."""
+    """Counts and error statistics per metric and per grade.
+
+    A row is predicted when it has a prediction; its APE is undefined (and left out of the statistics)
+    only when the measured value is 0 (e.g. ``fits`` = 0).
+    """
     rows = list(rows)
-    done = [r for r in rows if r.ape is not None]
+    done = [r for r in rows if r.predicted is not None]
     by_metric: dict[str, list[float]] = {}
     by_grade: dict[str, list[float]] = {}
     for r in rows:

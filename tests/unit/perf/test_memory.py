@@ -169,9 +169,10 @@ def test_usable_memory_prefers_catalog_value(h100: GpuSpec) -> None:
 def test_vllm_kv_pool_identity(llama8b: ModelSpec, h100: GpuSpec) -> None:
     mem = inference_memory(llama8b, h100, Layout())
     usable = (80 - 0.45) * GIB
-    # vLLM V1 on a >= 70 GiB GPU: 16384 batched tokens and 1024 sequences in the profile run.
-    activation = _llama8b_activation(16_384, 1024)
-    assert activation == 2_404_384_768
+    # vLLM V1 API server on a >= 70 GiB GPU: 8192 batched tokens and 1024 sequences in the profile run.
+    activation = _llama8b_activation(8192, 1024)
+    # 8192 x 57,344 x 2 = 939,524,096 plus 1024 x 128,256 x 4 = 525,336,576.
+    assert activation == 1_464_860_672
     assert mem.usable_bytes == pytest.approx(usable)
     assert mem.budget_bytes == pytest.approx(usable * 0.9)
     assert mem.weights_bytes == 16_060_522_496
@@ -211,7 +212,7 @@ def test_tp2_adds_nccl_buffers_and_halves_weights(llama8b: ModelSpec, h100: GpuS
     mem = inference_memory(llama8b, h100, Layout(tp=2))
     assert mem.overhead_bytes == pytest.approx((0.2 + 0.25) * GIB)
     assert mem.weights_bytes == 16_060_522_496 / 2
-    assert mem.activation_bytes == pytest.approx(_llama8b_activation(16_384, 1024, tp=2))
+    assert mem.activation_bytes == pytest.approx(_llama8b_activation(8192, 1024, tp=2))
     assert mem.kv_bytes_per_token == 65_536
 
 
@@ -239,9 +240,9 @@ def test_window_aware_engine_holds_more_requests(h100: GpuSpec, model_id: str, w
     legacy = inference_memory(model, h100, Layout(engine_version="0.8.4"))
     assert aware.kv_pool_bytes == pytest.approx(legacy.kv_pool_bytes)
     assert aware.max_concurrency > legacy.max_concurrency
-    # Window-aware: a request holds window - 1 + one 16,384-token prefill chunk = 20,479 tokens;
+    # Window-aware: a request holds window - 1 + one 8,192-token prefill chunk = 12,287 tokens;
     # vLLM 0.8.4 holds the whole 32,768-token context.
-    assert aware.max_concurrency / legacy.max_concurrency == pytest.approx(context / (window - 1 + 16_384))
+    assert aware.max_concurrency / legacy.max_concurrency == pytest.approx(context / (window - 1 + 8192))
 
 
 def test_gpt_oss_window_aware_holds_more_requests(h100: GpuSpec) -> None:
@@ -249,9 +250,9 @@ def test_gpt_oss_window_aware_holds_more_requests(h100: GpuSpec) -> None:
     aware = inference_memory(model, h100, Layout())
     legacy = inference_memory(model, h100, Layout(engine_version="0.8.4"))
     assert aware.max_concurrency > legacy.max_concurrency
-    # 12 full layers + 12 window-128 layers: (12 x 131072 + 12 x 131072) / (12 x 131072 + 12 x (127 + 16384)).
+    # 12 full layers + 12 window-128 layers: (12 x 131072 + 12 x 131072) / (12 x 131072 + 12 x (127 + 8192)).
     assert aware.max_concurrency / legacy.max_concurrency == pytest.approx(
-        (2 * 131_072) / (131_072 + 127 + 16_384))
+        (2 * 131_072) / (131_072 + 127 + 8192))
 
 
 @pytest.mark.parametrize(("max_model_len", "tokens"), [(1024, 2048), (2048, 2048), (8192, 8192)])
