@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
+from gpuplan.cost import usd_per_million_tokens
 from gpuplan.dtypes import get_dtype
 from gpuplan.errors import FileFormatError, UserInputError
 from gpuplan.models import get_model
@@ -134,8 +135,6 @@ def predict_from_scenario(
     sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None
 ) -> PredictResult:
     """``predict``: latency and throughput of one deployment on one workload."""
-    from gpuplan.cost import usd_per_million_tokens
-
     model, gpu = get_model(sc.model), _gpu(sc, catalog)
     layout = _layout(sc, model, gpu)
     workload = InferenceWorkload(
@@ -238,7 +237,7 @@ def refit(
     path: Path, catalog: Catalog, prior: Calibration, *, grades: Sequence[str], out: Path
 ) -> Calibration:
     """Fit the calibration factors on a CSV's rows and write them (YAML) to ``out``."""
-    from gpuplan.validation.fit import fit_calibration
+    from gpuplan.validation.fit import fit_calibration  # imported here: scipy costs ~0.3 s at start-up
 
     _, cases = read_cases(path)
     chosen = [c for c in cases if c.quality in set(grades)]
