@@ -348,11 +348,13 @@ def test_validate_inference_memory_json(invoke: Invoke) -> None:
     assert "IM0001" in {r["id"] for r in everything["rows"]}
 
 
-def test_validate_training_rows_skipped(invoke: Invoke) -> None:
+def test_validate_training_rows_are_predicted(invoke: Invoke) -> None:
     data = _json(invoke, "validate", DATA / "training_small.csv")
     _check_report(data, rows=1)
-    assert data["rows"][0]["skip_reason"] == "training not supported yet"
-    assert data["summary"]["by_metric"] == {}
+    row = data["rows"][0]
+    assert row["skip_reason"] is None
+    assert row["predicted"] is not None and row["predicted"] > 0
+    assert row["ape"] == abs(row["predicted"] / row["measured"] - 1)
 
 
 def test_validate_table(invoke: Invoke) -> None:

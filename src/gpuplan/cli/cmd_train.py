@@ -1,7 +1,137 @@
-"""Training commands (training planner)."""
+"""Training commands: ``gpuplan train-plan`` (rank GPU × count × layout) and ``gpuplan train-fit``
+(memory breakdown and step time of one layout)."""
 
 from __future__ import annotations
 
-from gpuplan.cli.app import app
+from typing import Annotated
+
+import typer
+
+from gpuplan.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.cli.render import emit_json, lines, table
+from gpuplan.errors import UserInputError
+from gpuplan.training.service import (
+    TrainFitResult,
+    TrainPlanRequest,
+    TrainPlanResult,
+    fit_training,
+    plan_training,
+)
+from gpuplan.training.spec import TrainingJob, TrainingLayout
+from gpuplan.units import GIB
 
 __all__ = ["app"]
+
+METHODS = {"full": "full_ft", "full_ft": "full_ft", "pretrain": "pretrain", "lora": "lora", "qlora": "qlora"}
+MethodOpt = Annotated[str, typer.Option(help="full | lora | qlora | pretrain")]
+
+
+def _method(value: str) -> str:
+    if value not in METHODS:
+        raise UserInputError(f"--method {value!r} is not one of full, lora, qlora, pretrain")
+    return METHODS[value]
+
+
+def _tokens(tokens: float | None, epochs: float | None, samples: int | None, seq_len: int) -> float:
+    if tokens is not None:
+        return tokens
+    if epochs is not None and samples is not None:
+        return epochs * samples * seq_len
+    raise UserInputError("give --tokens, or --epochs with --samples")
+
+
+@app.command("train-plan")
+@guarded
+def train_plan(
+    model: Annotated[str, typer.Option(help="HF id, bundled id or path to config.json")],
+    seq_len: Annotated[int, typer.Option(help="tokens per sequence")],
+    method: MethodOpt = "full",
+    tokens: Annotated[float | None, typer.Option(help="tokens to train on")] = None,
+    epochs: Annotated[float | None, typer.Option(help="epochs over --samples sequences")] = None,
+    samples: Annotated[int | None, typer.Option(help="sequences in the dataset")] = None,
+    global_batch: Annotated[int, typer.Option(help="sequences per optimizer step")] = 256,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp8 | fp4")] = "bf16",
+    gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
+    max_gpus: Annotated[int, typer.Option(help="largest GPU count to try")] = 64,
+    deadline_hours: Annotated[float | None, typer.Option(help="wall-time limit")] = None,
+    objective: Annotated[str, typer.Option(help="time | cost")] = "time",
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Rank GPU × count × parallel layout for training or fine-tuning a token budget."""
+    out = fmt(format)
+    req = TrainPlanRequest(
+        model=model, method=_method(method), tokens=_tokens(tokens, epochs, samples, seq_len),
+        seq_len=seq_len, global_batch=global_batch, dtype=dtype, max_gpus=max_gpus,
+        gpus=tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
+        deadline_hours=deadline_hours, objective=objective,
+    )
+    result = plan_training(req, catalog_from(catalog))
+    if out == "json":
+        emit_json(result)
+        return
+    _plan_table(result)
+
+
+def _plan_table(result: TrainPlanResult) -> None:
+    rows = [
+        [p.gpu, p.gpus, p.layout, p.step.tokens_per_s_per_gpu, p.step.mfu, p.step.step_time_s,
+         p.memory_gib_per_gpu, p.cost.wall_hours, p.cost.usd_by_price_kind.get("on_demand"), p.cost.energy_kwh]
+        for p in result.plans
+    ]
+    columns = ["gpu", "gpus", "layout", "tok/s/GPU", "MFU", "step s", "GiB/GPU", "hours", "$ on-demand", "kWh"]
+    table(f"{result.model} {result.method}, {result.tokens:.3g} tokens", columns, rows)
+    if result.rejected:
+        lines([f"{name}: {why}" for name, why in result.rejected[:10]], title="rejected")
+
+
+@app.command("train-fit")
+@guarded
+def train_fit(
+    model: Annotated[str, typer.Option(help="HF id, bundled id or path to config.json")],
+    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    seq_len: Annotated[int, typer.Option(help="tokens per sequence")],
+    method: MethodOpt = "full",
+    micro_batch: Annotated[int, typer.Option(help="sequences per GPU per forward/backward")] = 1,
+    global_batch: Annotated[int | None, typer.Option(help="sequences per step (default: micro × dp)")] = None,
+    tp: Annotated[int, typer.Option()] = 1,
+    pp: Annotated[int, typer.Option()] = 1,
+    dp: Annotated[int, typer.Option()] = 1,
+    cp: Annotated[int, typer.Option()] = 1,
+    ep: Annotated[int, typer.Option()] = 1,
+    zero: Annotated[int, typer.Option(help="ZeRO stage 0-3 (FSDP full shard = 3)")] = 0,
+    checkpointing: Annotated[str, typer.Option(help="none | selective | full")] = "none",
+    optimizer: Annotated[str, typer.Option(help="adamw | adamw_8bit | sgd")] = "adamw",
+    lora_rank: Annotated[int, typer.Option()] = 16,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp8 | fp4")] = "bf16",
+    allow_long_seq: Annotated[bool, typer.Option(help="allow seq_len beyond the model's positions")] = False,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Training memory per GPU (weights, grads, optimizer, activations) and step time of one layout."""
+    out = fmt(format)
+    job = TrainingJob.model_validate(
+        {"method": _method(method), "dtype": dtype, "seq_len": seq_len, "optimizer": optimizer,
+         "global_batch": global_batch or micro_batch * dp, "lora_rank": lora_rank, "allow_long_seq": allow_long_seq}
+    )
+    layout = TrainingLayout.model_validate(
+        {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "zero_stage": zero, "micro_batch": micro_batch,
+         "checkpointing": checkpointing}
+    )
+    result = fit_training(model, gpu, job, layout, catalog_from(catalog))
+    if out == "json":
+        emit_json(result)
+        return
+    _fit_table(result)
+
+
+def _fit_table(r: TrainFitResult) -> None:
+    m = r.memory
+    parts = [("weights", m.weights_bytes), ("gradients", m.gradients_bytes), ("optimizer", m.optimizer_bytes),
+             ("activations", m.activations_bytes), ("logits", m.logits_bytes), ("overhead", m.overhead_bytes),
+             ("total", m.total_bytes)]
+    table(f"{r.model} on {r.gpu} ({r.layout}): {'fits' if r.fits else 'does NOT fit'} in {r.usable_gib:.1f} GiB",
+          ["part", "GiB/GPU"], [[name, value / GIB] for name, value in parts])
+    if r.step is not None:
+        table("step", ["step s", "tok/s/GPU", "TFLOP/s/GPU", "MFU"],
+              [[r.step.step_time_s, r.step.tokens_per_s_per_gpu, r.step.model_tflops_per_gpu, r.step.mfu]])

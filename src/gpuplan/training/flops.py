@@ -1,0 +1,58 @@
+"""FLOPs a training step executes and the model FLOPs it is credited with.
+
+Model FLOPs per token (``arith.training_flops_per_token``): 3 × forward = 6·N plus causal attention
+(Kaplan et al. 2020; Narayanan et al. 2021 eq. 3 without recompute). Executed FLOPs add the
+recomputation (Korthikanti et al. 2022): full checkpointing re-runs the whole forward (8·N),
+selective re-runs only the attention core. LoRA and QLoRA skip the weight-gradient GEMMs of the
+frozen base (backward = activation gradients only: 2·N instead of 4·N) while attention still
+costs forward + 2 × backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpuplan.models import arith
+from gpuplan.models.spec import ModelSpec
+from gpuplan.training.spec import Checkpointing, Method
+
+
+@dataclass(frozen=True)
+class TokenFlops:
+    """Per-token FLOPs, split into weight GEMMs and attention (QKᵀ, A·V)."""
+
+    gemm: float
+    attention: float
+
+    @property
+    def total(self) -> float:
+        return self.gemm + self.attention
+
+
+@lru_cache(maxsize=4096)
+def forward_flops_per_token(model: ModelSpec, seq_len: int) -> TokenFlops:
+    """Mean forward FLOPs per token of a causal ``seq_len`` sequence."""
+    gemm = arith.matmul_flops_per_token(model)
+    total = arith.prefill_flops(model, prompt_tokens=seq_len) / seq_len
+    return TokenFlops(gemm=gemm, attention=max(total - gemm, 0.0))
+
+
+def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
+    """Model FLOPs per trained token (6N + attention), what MFU is measured against."""
+    return 3.0 * forward_flops_per_token(model, seq_len).total
+
+
+def executed_flops_per_token(
+    model: ModelSpec, seq_len: int, *, method: Method, checkpointing: Checkpointing
+) -> TokenFlops:
+    """FLOPs the GPUs execute per token, recompute included (module docstring)."""
+    fwd = forward_flops_per_token(model, seq_len)
+    gemm_passes = 2.0 if method in ("lora", "qlora") else 3.0
+    attention_passes = 3.0
+    if checkpointing == "full":
+        gemm_passes += 1.0
+        attention_passes += 1.0
+    elif checkpointing == "selective":
+        attention_passes += 1.0
+    return TokenFlops(gemm=gemm_passes * fwd.gemm, attention=attention_passes * fwd.attention)

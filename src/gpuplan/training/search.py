@@ -1,0 +1,95 @@
+"""Layout search: enumerate TP × PP × CP × EP × ZeRO × micro-batch × checkpointing for a GPU count,
+keep what fits in memory, rank by step time, and say why the rest were rejected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.errors import GpuplanError
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.memory import usable_memory_bytes
+from gpuplan.training.calibration import TrainingCalibration
+from gpuplan.training.memory import TrainingMemory, training_memory
+from gpuplan.training.spec import (
+    Checkpointing,
+    TrainingJob,
+    TrainingLayout,
+    check_layout,
+    micro_batches_per_step,
+)
+from gpuplan.training.step import StepPrediction, predict_step
+from gpuplan.units import GIB
+
+MICRO_BATCHES = (1, 2, 4, 8, 16)
+CHECKPOINTING: tuple[Checkpointing, ...] = ("none", "full")
+MAX_TP = 8
+"""TP stays inside one NVLink domain in practice (Narayanan et al. 2021 §3.3)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A layout that fits, with its memory and step prediction."""
+
+    layout: TrainingLayout
+    memory: TrainingMemory
+    step: StepPrediction
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Fitting candidates (fastest first) and the reason each rejected layout failed."""
+
+    candidates: tuple[Candidate, ...]
+    rejected: tuple[tuple[str, str], ...]
+
+
+def _divisors(n: int, cap: int) -> list[int]:
+    return [d for d in range(1, min(n, cap) + 1) if n % d == 0]
+
+
+def _layouts(model: ModelSpec, job: TrainingJob, num_gpus: int, zero_stage: int) -> Iterator[TrainingLayout]:
+    experts = model.moe.num_experts if model.moe else 1
+    for tp in _divisors(num_gpus, MAX_TP):
+        for pp in _divisors(num_gpus // tp, model.num_layers):
+            dp = num_gpus // (tp * pp)
+            for ep in [e for e in _divisors(dp, experts) if experts % e == 0] if experts > 1 else [1]:
+                for mb in MICRO_BATCHES:
+                    for ckpt in CHECKPOINTING:
+                        yield TrainingLayout(
+                            tp=tp, pp=pp, dp=dp, ep=ep, zero_stage=zero_stage, micro_batch=mb, checkpointing=ckpt
+                        )
+
+
+def search_layouts(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    job: TrainingJob,
+    num_gpus: int,
+    cal: TrainingCalibration,
+    *,
+    zero_stages: tuple[int, ...] = (1, 3),
+) -> SearchResult:
+    """Every layout of ``num_gpus`` GPUs that runs ``job``; the fastest first."""
+    usable = usable_memory_bytes(gpu)
+    fits: list[Candidate] = []
+    rejected: list[tuple[str, str]] = []
+    for stage in zero_stages if num_gpus > 1 and not job.is_adapter else (0,):
+        for layout in _layouts(model, job, num_gpus, stage):
+            try:
+                check_layout(model, job, layout)
+            except GpuplanError as exc:
+                rejected.append((layout.label(), exc.message))
+                continue
+            m = micro_batches_per_step(job, layout)
+            memory = training_memory(model, job, layout, micro_batches=m)
+            if memory.total_bytes > usable:
+                rejected.append(
+                    (layout.label(), f"needs {memory.total_bytes / GIB:.1f} GiB > {usable / GIB:.1f} GiB")
+                )
+                continue
+            fits.append(Candidate(layout, memory, predict_step(model, gpu, job, layout, cal)))
+    fits.sort(key=lambda c: c.step.step_time_s)
+    return SearchResult(candidates=tuple(fits), rejected=tuple(rejected))

@@ -1,0 +1,156 @@
+"""Turn a training.csv / memory.csv row into a model, a :class:`TrainingJob` and a :class:`TrainingLayout`.
+
+Blank conditions get the framework's documented default (constants below); a row whose layout is
+entirely blank on several GPUs gets the fastest layout that fits (the tool chooses, as the
+validation README asks).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.models import get_model
+from gpuplan.models.registry import model_for_seq_len
+from gpuplan.models.spec import ModelSpec
+from gpuplan.training.calibration import TrainingCalibration
+from gpuplan.training.search import search_layouts
+from gpuplan.training.spec import Checkpointing, ComputeDtype, Method, Optimizer, TrainingJob, TrainingLayout
+from gpuplan.validation.cases import Case, Skip
+
+FSDP_FRAMEWORKS = frozenset({"llm-foundry", "torchtitan", "pytorch-fsdp", "nemo-automodel", "deepspeed"})
+"""Frameworks that shard parameters (FSDP FULL_SHARD / ZeRO-3) by default (llm-foundry benchmark
+yamls: fsdp_sharding=FULL_SHARD; torchtitan and NeMo AutoModel use FSDP2)."""
+MEGATRON_FRAMEWORKS = frozenset({"nemo", "megatron-core", "megatron-lm", "megatron-bridge"})
+"""Megatron's distributed optimizer shards optimizer states only (ZeRO-1)."""
+CHECKPOINTING_DEFAULT: dict[str, Checkpointing] = {"hf-transformers": "full", "ms-swift": "full"}
+"""Qwen's finetune.py and ms-swift turn on gradient checkpointing by default; others run without."""
+PURE_BF16_FRAMEWORKS = frozenset({"torchtune"})
+"""torchtune recipes train in bf16 without fp32 master weights (dtype: bf16)."""
+MEMORY_METRICS = frozenset({"peak_gib_per_gpu", "peak_gib_total", "max_seq_len_fit", "fits"})
+_LAYOUT_ITEM = re.compile(r"\b(dp_shard|dp|tp|pp|cp|ep)=(\d+)")
+
+
+def framework_zero_stage(case: Case, num_gpus: int) -> int:
+    raw = case.get("zero_stage")
+    if raw:
+        return int(float(raw))
+    framework = case.get("framework")
+    if num_gpus <= 1:
+        return 0
+    return 3 if framework in FSDP_FRAMEWORKS else 1 if framework in MEGATRON_FRAMEWORKS else 0
+
+
+def _method(case: Case) -> Method:
+    raw = case.get("method")
+    if raw in ("pretrain", "full_ft", "lora", "qlora"):
+        return raw  # type: ignore[return-value]
+    if raw == "freeze":
+        raise Skip("freeze-tuning (partially frozen layers) is not modelled")
+    raise Skip(f"method {raw!r} is not a training method")
+
+
+def _dtype(raw: str) -> ComputeDtype:
+    return raw if raw in ("fp8", "fp4", "fp16") else "bf16"  # type: ignore[return-value]
+
+
+def _checkpointing(case: Case, key: str) -> Checkpointing:
+    raw = case.get(key)
+    if raw in ("none", "selective", "full"):
+        return raw  # type: ignore[return-value]
+    return CHECKPOINTING_DEFAULT.get(case.get("framework"), "none")
+
+
+def row_model(case: Case, seq_len: int) -> ModelSpec:
+    return model_for_seq_len(get_model(case.get("model")), seq_len)
+
+
+def _optimizer(case: Case) -> Optimizer:
+    return "adamw_8bit" if case.get("optimizer") == "adamw_8bit" else "adamw"
+
+
+def _layout_note(case: Case) -> dict[str, int]:
+    text = case.get("notes")
+    found = {k: int(v) for k, v in _LAYOUT_ITEM.findall(text.split("layout:", 1)[1])} if "layout:" in text else {}
+    if "dp_shard" in found:
+        found["dp"] = found.pop("dp_shard")
+    return found
+
+
+def training_row(case: Case) -> tuple[TrainingJob, dict[str, int], int]:
+    """(job, stated layout sizes, num_gpus) of a training.csv row."""
+    seq = case.int_field("seq_len")
+    gpus = case.int_field("num_gpus")
+    if not seq or not gpus:
+        raise Skip("seq_len or num_gpus not stated")
+    sizes = {k: v for k in ("tp", "pp", "dp", "cp", "ep") if (v := case.int_field(k))}
+    micro = case.int_field("micro_batch_size") or 1
+    replicas = sizes.get("dp") or gpus // (sizes.get("tp", 1) * sizes.get("pp", 1) * sizes.get("cp", 1))
+    gbs = case.int_field("global_batch_size") or micro * max(replicas, 1)
+    job = TrainingJob(
+        method=_method(case), dtype=_dtype(case.get("dtype")), seq_len=seq, global_batch=gbs, allow_long_seq=True
+    )
+    return job, sizes, gpus
+
+
+def memory_row(case: Case) -> tuple[TrainingJob, TrainingLayout]:
+    """(job, layout) of a memory.csv training row."""
+    seq = case.int_field("seq_len") or 0
+    gpus = case.int_field("num_gpus") or 1
+    sizes = _layout_note(case)
+    local = case.int_field("batch_size") or 1
+    tp, pp, cp = sizes.get("tp", 1), sizes.get("pp", 1), sizes.get("cp", 1)
+    micro = 1 if pp > 1 else local  # torchtitan splits the local batch into 1-sequence pipeline micro-batches
+    if not sizes and gpus > 1 and case.get("zero_stage") == "":
+        pp = gpus  # HF device_map="auto" splits layers over the GPUs (naive pipeline)
+    dp = max(gpus // (tp * pp * cp), 1)
+    rank = case.int_field("lora_rank")
+    job = TrainingJob(
+        method=_method(case),
+        dtype=_dtype(case.get("weight_dtype")),
+        seq_len=max(seq, 1),
+        global_batch=local * dp,
+        optimizer=_optimizer(case),
+        allow_long_seq=True,
+        **({"lora_rank": rank} if rank is not None else {}),
+    )
+    layout = TrainingLayout(
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        dp=dp,
+        zero_stage=framework_zero_stage(case, dp * cp),
+        micro_batch=micro,
+        checkpointing=_checkpointing(case, "gradient_checkpointing"),
+        cpu_offload="offload" in case.get("notes").lower() and "optimizer" in case.get("notes").lower(),
+    )
+    return job, layout
+
+
+def training_layout(
+    case: Case, model: ModelSpec, gpu: GpuSpec, job: TrainingJob, sizes: dict[str, int], gpus: int,
+    cal: TrainingCalibration,
+) -> TrainingLayout:
+    """The row's layout; the fastest fitting one when the source does not state it."""
+    if not sizes and gpus > 1:
+        found = search_layouts(model, gpu, job, gpus, cal)
+        if not found.candidates:
+            raise Skip("no layout fits in memory")
+        return found.candidates[0].layout
+    tp, pp, cp = sizes.get("tp", 1), sizes.get("pp", 1), sizes.get("cp", 1)
+    dp = sizes.get("dp") or max(gpus // (tp * pp * cp), 1)
+    micro = case.int_field("micro_batch_size") or 1
+    if job.global_batch % (micro * dp) or (pp > 1 and job.global_batch // (micro * dp) < pp):
+        micro = 1  # torchtitan's local batch is split into 1-sequence pipeline micro-batches
+    experts = model.moe.num_experts if model.moe else 1
+    return TrainingLayout(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=sizes.get("ep") or math.gcd(experts, dp * cp),
+        zero_stage=framework_zero_stage(case, dp * cp),
+        micro_batch=micro,
+        checkpointing=_checkpointing(case, "activation_checkpointing"),
+    )

@@ -1,0 +1,59 @@
+"""gpuplan train-plan / train-fit through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from gpuplan.cli import app
+
+runner = CliRunner()
+MODEL = "meta-llama/Llama-3.1-8B"
+
+
+def test_train_fit_json_breakdown() -> None:
+    result = runner.invoke(
+        app, ["train-fit", "--model", MODEL, "--gpu", "A100-80GB-SXM", "--seq-len", "2048", "--method", "qlora",
+              "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["fits"] is True
+    assert data["memory"]["total_bytes"] > data["memory"]["weights_bytes"] > 0
+    assert data["step"]["tokens_per_s_per_gpu"] > 0
+
+
+def test_train_fit_t4_does_not_fit_full_finetune() -> None:
+    args = ["train-fit", "--model", "mistralai/Mistral-7B-v0.1", "--gpu", "T4", "--seq-len", "512"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "does NOT fit" in result.stdout
+
+
+def test_train_plan_ranks_plans() -> None:
+    result = runner.invoke(
+        app, ["train-plan", "--model", MODEL, "--method", "lora", "--tokens", "1e8", "--seq-len", "2048",
+              "--gpus", "H100-SXM", "--max-gpus", "8", "--global-batch", "64", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    plans = json.loads(result.stdout)["plans"]
+    assert plans and plans[0]["cost"]["wall_hours"] <= plans[-1]["cost"]["wall_hours"]
+
+
+def test_train_plan_epochs_and_deadline_infeasible() -> None:
+    result = runner.invoke(
+        app, ["train-plan", "--model", MODEL, "--epochs", "3", "--samples", "1000000", "--seq-len", "2048",
+              "--gpus", "L4", "--max-gpus", "2", "--deadline-hours", "1"]
+    )
+    assert result.exit_code == 2
+    assert "error:" in result.output
+
+
+def test_bad_global_batch_is_one_line_error() -> None:
+    result = runner.invoke(
+        app, ["train-fit", "--model", MODEL, "--gpu", "H100-SXM", "--seq-len", "1024", "--dp", "4",
+              "--global-batch", "10"]
+    )
+    assert result.exit_code == 1
+    assert "not divisible" in result.output and result.output.count("\n") <= 2
