@@ -1,0 +1,7 @@
+"""web commands."""
+
+from __future__ import annotations
+
+from gpuplan.cli.app import app
+
+__all__ = ["app"]
