@@ -1,15 +1,162 @@
-"""Predict inference rows of scenario ``server`` / ``rate`` (serving simulator)."""
+"""Predict inference rows of scenario ``server`` / ``rate`` with the serving simulator.
+
+* throughput rows (``requests_per_s``, ``output_tokens_per_s[_per_gpu]``): the highest Poisson rate
+  whose P99s meet the row's ``constraint:`` note (``ttft_p99_ms<=2000; tpot_p99_ms<=200``), found by
+  bisection (``sim/capacity.py``), as MLPerf's Server scenario does;
+* latency rows (``ttft_ms_p99``, ``tpot_ms_p50``, ``e2e_ms_p99`` …): simulated at the row's
+  ``request_rate`` and read off at the named statistic.
+
+Replicas of a row are identical and MLPerf's harness spreads queries evenly, so one replica is
+simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson). Rows without ``input_len``
+use the mean lengths of their benchmark dataset (``data/server_datasets.yaml``), with fixed lengths.
+"""
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
 from gpuplan.catalog.schema import GpuSpec
+from gpuplan.errors import GpuplanError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
+from gpuplan.perf.engines import engines
+from gpuplan.perf.inference import ReplicaModel
+from gpuplan.perf.layout import Layout
+from gpuplan.sim.capacity import max_rate_under_slo
+from gpuplan.sim.config import SimConfig, Slo
+from gpuplan.sim.metrics import SimSummary, summarise
+from gpuplan.sim.simulator import simulate
+from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 from gpuplan.validation.cases import Case, Skip
 
-SIM_SKIP = "server/rate scenarios need the serving simulator (not built yet)"
+REQUESTS_PER_RUN = 1200
+"""Per simulated run: enough that the arrival span is several E2E long, small enough to keep the
+whole validation under a few seconds."""
+WARMUP_FRACTION = 0.2
+"""MLPerf runs last 10 minutes, so its percentiles are steady-state: drop the filling phase."""
+SEED = 2024
+BISECTION_STEPS = 8
+"""2^-8 of the bracket (< 0.6 % of the analytic maximum): finer than the rows' own run-to-run spread."""
+_CONSTRAINT = re.compile(r"(ttft|tpot|e2e)_p99_ms\s*<=\s*([0-9.]+)")
+_LATENCY_METRIC = re.compile(r"^(ttft|tpot|e2e)_ms_(mean|p50|p90|p95|p99)$")
+_THROUGHPUT = ("requests_per_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu")
 
 
 def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
     """The predicted value of a server/rate row's metric; Skip with the reason when it cannot be predicted."""
-    raise Skip(SIM_SKIP)
+    latency = _LATENCY_METRIC.match(case.metric)
+    if case.metric not in _THROUGHPUT and latency is None:
+        raise Skip(f"metric {case.metric} is not predicted by the simulator")
+    inp, out = _lengths(case)
+    replica, replicas = _replica(case, model, gpu, cal, inp + out)
+    spec = WorkloadSpec(
+        arrival=ArrivalSpec(kind="poisson", rate_rps=1.0),
+        input_tokens=LengthDist(kind="fixed", value=max(inp, 1)),
+        output_tokens=LengthDist(kind="fixed", value=out),
+        num_requests=REQUESTS_PER_RUN,
+        seed=SEED,
+    )
+    config = SimConfig(warmup_fraction=WARMUP_FRACTION, record_timeline=False)
+    if latency is not None:
+        rate = case.float_field("request_rate")
+        if not rate:
+            raise Skip("latency row without request_rate")
+        arrival = ArrivalSpec(kind="poisson", rate_rps=rate / replicas)
+        run = simulate(replica, generate(spec.model_copy(update={"arrival": arrival})), config)
+        return _statistic(summarise(run, warmup_fraction=WARMUP_FRACTION), latency.group(1), latency.group(2))
+    found = max_rate_under_slo(replica, spec, _slo(case), config, steps=BISECTION_STEPS)
+    if not found.feasible:
+        raise Skip(found.reason or "infeasible")
+    rate = found.rate_rps * replicas
+    gpus = case.int_field("num_gpus") or 1
+    return {
+        "requests_per_s": rate,
+        "output_tokens_per_s": rate * out,
+        "output_tokens_per_s_per_gpu": rate * out / gpus,
+    }[case.metric]
+
+
+def parse_constraint(notes: str) -> Slo:
+    """``constraint: ttft_p99_ms<=2000; tpot_p99_ms<=200`` → Slo; Skip when absent or unknown."""
+    head = notes.split("|", 1)[0]
+    if "constraint:" not in head:
+        raise Skip("no latency constraint in the notes")
+    limits = {f"{name}_p99_ms": float(value) for name, value in _CONSTRAINT.findall(head)}
+    if not limits:
+        raise Skip(f"latency constraint not machine-readable: {head.strip()}")
+    return Slo(**limits)
+
+
+def _slo(case: Case) -> Slo:
+    return parse_constraint(case.get("notes"))
+
+
+@lru_cache(maxsize=1)
+def _datasets() -> dict[str, tuple[int, int]]:
+    text = (
+        resources.files("gpuplan.validation")
+        .joinpath("data/server_datasets.yaml")
+        .read_text(encoding="utf-8")
+    )
+    return {
+        e["benchmark"]: (int(e["input_tokens_mean"]), int(e["output_tokens_mean"]))
+        for e in yaml.safe_load(text)
+    }
+
+
+def _lengths(case: Case) -> tuple[int, int]:
+    """(input, output) tokens: the row's, else its MLPerf benchmark's dataset means."""
+    inp, out = case.int_field("input_len"), case.int_field("output_len")
+    bench = re.search(r"benchmark=([\w.-]+)", case.get("notes"))
+    table = _datasets().get(bench.group(1)) if bench else None
+    if inp is None and table is not None:
+        inp = table[0]
+    if out is None and table is not None:
+        out = table[1]
+    if inp is None or not out:
+        raise Skip("input/output lengths not stated and no dataset table entry")
+    return inp, out
+
+
+def _replica(
+    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, context: int
+) -> tuple[ReplicaModel, int]:
+    """The row's replica (TP given, else the smallest TP that fits) and the number of replicas."""
+    gpus = case.int_field("num_gpus") or 1
+    pp = case.int_field("pp") or 1
+    given = case.int_field("tp")
+    heads = model.num_attention_heads
+    tps = (
+        [given]
+        if given
+        else [t for t in (1, 2, 4, 8) if gpus % (t * pp) == 0 and (heads is None or heads % t == 0)]
+    )
+    engine = case.get("framework") if case.get("framework") in engines() else "other"
+    last: str = "no layout divides the GPU count"
+    for tp in tps:
+        if gpus % (tp * pp):
+            continue
+        layout = Layout(
+            tp=tp,
+            pp=pp,
+            weight_dtype=case.get("weight_dtype") or "bf16",
+            kv_dtype=case.get("kv_dtype") or None,
+            engine=engine,
+        )
+        try:
+            return ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal), gpus // (tp * pp)
+        except GpuplanError as exc:
+            last = exc.one_line()
+    raise Skip(last)
+
+
+def _statistic(summary: SimSummary, name: str, stat: str) -> float:
+    dist = {"ttft": summary.ttft, "tpot": summary.tpot, "e2e": summary.e2e}[name]
+    value = getattr(dist, f"{stat}_ms")
+    if value is None or summary.truncated:
+        raise Skip(f"simulation did not reach a steady state ({summary.truncated or 'no completed request'})")
+    return float(value)

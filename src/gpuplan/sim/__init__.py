@@ -1,0 +1,3 @@
+"""Discrete-event serving simulator (core layer: pure, numpy only): continuous batching over a paged
+KV cache, preemption, chunked prefill, prefix caching, routers, prefill/decode disaggregation, and a
+capacity search under P99 SLOs. See docs/simulator.md."""

@@ -1,0 +1,316 @@
+"""One simulated serving replica: a continuous-batching scheduler over a paged KV cache.
+
+Each engine step (Yu et al. 2022 "Orca" iteration-level scheduling; vLLM V1 scheduler):
+
+1. the running sequences each need one more KV slot; if the pool is short, the most recently admitted
+   sequence is preempted (vLLM's LIFO policy), by recompute (back to the head of the queue, its prompt
+   and generated tokens are prefilled again) or by swap (KV copied to host memory and back);
+2. each running sequence decodes one token; the rest of the step's token budget
+   (``max_batched_tokens``) goes to prefill chunks, first of partly prefilled prompts, then of new
+   requests admitted in arrival order while ``max_num_seqs`` and the KV pool allow (chunked prefill).
+   Without chunked prefill a step is either whole prompts only (decodes pause, vLLM V0) or decode only;
+3. the step lasts ``decode_s(batch, context) + prefill_s(chunk tokens, prompt length)`` of the core
+   step model (``perf/roofline.py``), memoised by (batch, context) and (tokens, prompt).
+
+Per-sequence context for the decode step is each sequence's life-mean context ``prompt + output/2``
+(the analytic model's choice, ``perf/inference.py``): in steady state the mean current context of a
+batch equals it, a single request reproduces the analytic latency exactly, and the step time depends
+on two integers only, so it memoises well. KV occupancy, by contrast, follows the real current length.
+
+No per-token Python objects: a sequence's finish step is known when it joins the batch
+(``join + remaining tokens``) and sits in a heap; ITLs are step durations.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpuplan.perf.roofline import StepModel
+
+Role = Literal["mixed", "prefill", "decode"]
+KV_BLOCK_WASTE_FRACTION = 0.5
+"""The last KV block of a sequence is on average half full (Kwon et al. 2023, PagedAttention, §4.2)."""
+
+
+class StepTimes:
+    """Memoised step times of the core model; keys are integers, so hits reproduce exact values."""
+
+    def __init__(self, step: StepModel) -> None:
+        self.step = step
+        self._decode: dict[tuple[int, int], float] = {}
+        self._prefill: dict[tuple[int, int], float] = {}
+
+    def decode_s(self, batch: int, context: int) -> float:
+        key = (batch, context)
+        value = self._decode.get(key)
+        if value is None:
+            value = self._decode[key] = self.step.decode_s(batch=batch, context=context)
+        return value
+
+    def prefill_s(self, tokens: int, prompt: int) -> float:
+        key = (tokens, prompt)
+        value = self._prefill.get(key)
+        if value is None:
+            value = self._prefill[key] = self.step.prefill_s(tokens=tokens, prompt_tokens=prompt)
+        return value
+
+
+@dataclass
+class Book:
+    """Per-request state shared by all replicas (plain lists: scalar access is what the loop does)."""
+
+    arrival_s: list[float]
+    inp: list[int]
+    out: list[int]
+    gen: list[int] = field(default_factory=list)
+    first_s: list[float] = field(default_factory=list)
+    finish_s: list[float] = field(default_factory=list)
+    scheduled_s: list[float] = field(default_factory=list)
+    preemptions: list[int] = field(default_factory=list)
+    epoch: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.inp)
+        nan = math.nan
+        self.gen, self.first_s, self.finish_s = [0] * n, [nan] * n, [nan] * n
+        self.scheduled_s, self.preemptions, self.epoch = [nan] * n, [0] * n, [0] * n
+
+
+@dataclass(frozen=True)
+class ReplicaLimits:
+    """What bounds one replica's batch: KV pool (tokens), sequences, tokens per step, and policies."""
+
+    kv_tokens: float
+    max_seqs: int
+    max_tokens: int
+    block_tokens: int
+    chunked: bool
+    hit_rate: float
+    reserve_full: bool
+    swap: bool
+    swap_s_per_token: float
+
+
+@dataclass
+class Timeline:
+    """One row per engine step: end time, duration, decoding sequences, prefill tokens, KV use, load."""
+
+    t_s: list[float] = field(default_factory=list)
+    dt_s: list[float] = field(default_factory=list)
+    decode: list[int] = field(default_factory=list)
+    prefill_tokens: list[int] = field(default_factory=list)
+    kv_fraction: list[float] = field(default_factory=list)
+    queued: list[int] = field(default_factory=list)
+
+
+class Replica:
+    """A serving replica; ``role`` 'prefill' hands finished prompts off, 'decode' takes them."""
+
+    def __init__(self, book: Book, times: StepTimes, limits: ReplicaLimits, role: Role, record: bool) -> None:
+        self.book, self.times, self.lim, self.role, self.record = book, times, limits, role, record
+        self.waiting: deque[int] = deque()
+        self.ready: deque[int] = deque()
+        self.prefilling: deque[int] = deque()
+        self.pf_left: dict[int, int] = {}
+        self.running: dict[int, tuple[int, float]] = {}
+        self.heap: list[tuple[int, int, int]] = []
+        self.dsteps = 0
+        self.ctx2 = 0
+        self.kv_used = 0.0
+        self.held: dict[int, float] = {}
+        self.busy_until = math.inf
+        self.timeline = Timeline()
+        self._chunk: list[tuple[int, int]] = []
+        self._n_dec = 0
+        self._dt = 0.0
+        self.waste = KV_BLOCK_WASTE_FRACTION * limits.block_tokens
+
+    @property
+    def load(self) -> int:
+        return len(self.waiting) + len(self.ready) + len(self.prefilling) + len(self.running)
+
+    def fits_alone(self, rid: int) -> bool:
+        """Whether the request could ever run here (its whole context fits the empty pool)."""
+        return self.book.inp[rid] + self.book.out[rid] + self.waste <= self.lim.kv_tokens
+
+    # --- planning a step ---------------------------------------------------------------------------
+
+    def plan(self, now: float) -> float | None:
+        """Choose the next step's work; its duration, or None when there is nothing to do."""
+        extra_s = self._admit_ready(now)
+        n_dec = len(self.running)
+        if n_dec and not self.lim.reserve_full:
+            extra_s += self._make_room(n_dec)
+            n_dec = len(self.running)
+        chunk: list[tuple[int, int]] = []
+        if self.role != "decode":
+            budget = self.lim.max_tokens - (n_dec if self.lim.chunked else 0)
+            chunk = self._plan_prefill(budget, now)
+            if chunk and not self.lim.chunked:
+                n_dec = 0
+        if not n_dec and not chunk:
+            return None
+        self._chunk, self._n_dec = chunk, n_dec
+        if not self.lim.reserve_full:
+            self.kv_used += n_dec
+        dt = extra_s
+        if n_dec:
+            dt += self.times.decode_s(n_dec, self.ctx2 // (2 * n_dec))
+        if chunk:
+            dt += self._prefill_time(chunk)
+        self._dt = dt
+        return dt
+
+    def _prefill_time(self, chunk: list[tuple[int, int]]) -> float:
+        tokens = 0
+        weighted = 0
+        for rid, take in chunk:
+            tokens += take
+            weighted += take * (self.book.inp[rid] + self.book.gen[rid])
+        return self.times.prefill_s(tokens, max(round(weighted / tokens), 1))
+
+    def _need(self, rid: int) -> float:
+        """KV slots a request holds when admitted (prompt + generated so far, or its whole context)."""
+        b = self.book
+        tokens = b.inp[rid] + b.out[rid] if self.lim.reserve_full else b.inp[rid] + max(b.gen[rid] - 1, 0)
+        return tokens + self.waste
+
+    def _admit_ready(self, now: float) -> float:
+        """Requests whose KV exists elsewhere (swapped out, or handed off by a prefill replica)."""
+        cost = 0.0
+        b, lim = self.book, self.lim
+        while self.ready and len(self.running) + len(self.prefilling) < lim.max_seqs:
+            rid = self.ready[0]
+            need = self._need(rid)
+            if self.kv_used + need > lim.kv_tokens:
+                break
+            self.ready.popleft()
+            self.kv_used += need
+            if b.scheduled_s[rid] != b.scheduled_s[rid]:
+                b.scheduled_s[rid] = now
+            if lim.swap and self.role != "decode":
+                cost += need * lim.swap_s_per_token
+            self._join(rid, need)
+        return cost
+
+    def _plan_prefill(self, budget: int, now: float) -> list[tuple[int, int]]:
+        chunk: list[tuple[int, int]] = []
+        for rid in self.prefilling:
+            if budget <= 0:
+                return chunk
+            take = min(self.pf_left[rid], budget)
+            chunk.append((rid, take))
+            budget -= take
+        b, lim = self.book, self.lim
+        while budget > 0 and self.waiting and len(self.running) + len(self.prefilling) < lim.max_seqs:
+            rid = self.waiting[0]
+            need = self._need(rid)
+            work = self._prefill_work(rid)
+            if self.kv_used + need > lim.kv_tokens or (not lim.chunked and chunk and work > budget):
+                break
+            self.waiting.popleft()
+            self.kv_used += need
+            self.held[rid] = need
+            if b.scheduled_s[rid] != b.scheduled_s[rid]:
+                b.scheduled_s[rid] = now
+            self.prefilling.append(rid)
+            self.pf_left[rid] = work
+            take = work if not lim.chunked else min(work, budget)
+            chunk.append((rid, take))
+            budget -= take
+        return chunk
+
+    def _prefill_work(self, rid: int) -> int:
+        """Prompt tokens to compute: the uncached share of the prompt (prefix cache) on first admission,
+        the whole context (prompt + generated) on a recompute after preemption."""
+        b = self.book
+        if b.gen[rid]:
+            return b.inp[rid] + b.gen[rid]
+        return max(math.ceil(b.inp[rid] * (1.0 - self.lim.hit_rate)), 1)
+
+    def _make_room(self, n_dec: int) -> float:
+        """Preempt the newest running sequences until every running one gets its next KV slot."""
+        cost = 0.0
+        b = self.book
+        while self.running and self.kv_used + len(self.running) > self.lim.kv_tokens:
+            rid = next(reversed(self.running))
+            join, base = self.running.pop(rid)
+            grown = self.dsteps - join
+            b.gen[rid] += grown
+            self.kv_used -= base + grown
+            self.ctx2 -= 2 * b.inp[rid] + b.out[rid]
+            b.epoch[rid] += 1
+            b.preemptions[rid] += 1
+            if self.lim.swap:
+                cost += (base + grown) * self.lim.swap_s_per_token
+                self.ready.appendleft(rid)
+            else:
+                self.waiting.appendleft(rid)
+        return cost
+
+    # --- completing a step -------------------------------------------------------------------------
+
+    def complete(self, t: float, finished: list[int], handoff: list[int]) -> None:
+        """Apply the planned step ending at ``t``; append finished and handed-off request ids."""
+        if self._n_dec:
+            self.dsteps += 1
+            self._pop_finished(t, finished)
+        for rid, take in self._chunk:
+            left = self.pf_left[rid] - take
+            if left > 0:
+                self.pf_left[rid] = left
+                continue
+            del self.pf_left[rid]
+            self.prefilling.remove(rid)
+            self._prefilled(rid, t, finished, handoff)
+        if self.record:
+            self._record(t)
+        self._chunk = []
+
+    def _record(self, t: float) -> None:
+        tl = self.timeline
+        tl.t_s.append(t)
+        tl.dt_s.append(self._dt)
+        tl.decode.append(self._n_dec)
+        tl.prefill_tokens.append(sum(take for _, take in self._chunk))
+        tl.kv_fraction.append(self.kv_used / self.lim.kv_tokens)
+        tl.queued.append(len(self.waiting) + len(self.ready))
+
+    def _pop_finished(self, t: float, finished: list[int]) -> None:
+        heap, b = self.heap, self.book
+        while heap and heap[0][0] <= self.dsteps:
+            _, rid, epoch = heapq.heappop(heap)
+            if epoch != b.epoch[rid] or rid not in self.running:
+                continue
+            join, base = self.running.pop(rid)
+            self.ctx2 -= 2 * b.inp[rid] + b.out[rid]
+            self.kv_used -= base if self.lim.reserve_full else base + (self.dsteps - join)
+            b.gen[rid] = b.out[rid]
+            b.finish_s[rid] = t
+            finished.append(rid)
+
+    def _prefilled(self, rid: int, t: float, finished: list[int], handoff: list[int]) -> None:
+        b = self.book
+        b.gen[rid] += 1
+        if b.first_s[rid] != b.first_s[rid]:
+            b.first_s[rid] = t
+        held = self.held.pop(rid)
+        if b.gen[rid] >= b.out[rid] or self.role == "prefill":
+            self.kv_used -= held
+            if b.gen[rid] >= b.out[rid]:
+                b.finish_s[rid] = t
+                finished.append(rid)
+            else:
+                handoff.append(rid)
+            return
+        self._join(rid, held)
+
+    def _join(self, rid: int, held: float) -> None:
+        b = self.book
+        self.running[rid] = (self.dsteps, held)
+        self.ctx2 += 2 * b.inp[rid] + b.out[rid]
+        heapq.heappush(self.heap, (self.dsteps + b.out[rid] - b.gen[rid], rid, b.epoch[rid]))

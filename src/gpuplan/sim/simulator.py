@@ -1,0 +1,211 @@
+"""The discrete-event loop: arrivals, a router over replicas, engine steps, KV hand-offs, bounds.
+
+Events are (a) request arrivals (open loop: the workload's times; closed loop: a client's next
+request when its previous one finishes), (b) the end of a replica's engine step, (c) the arrival of
+a prefill replica's KV at a decode replica (disaggregation). The loop always takes the earliest.
+Every run stops at ``max_events`` events or ``max_sim_time_s`` simulated seconds and says so.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuplan.perf.inference import ReplicaModel
+from gpuplan.sim.config import SimConfig
+from gpuplan.sim.engine import Book, Replica, ReplicaLimits, Role, StepTimes, Timeline
+from gpuplan.sim.workload import FloatArray, IntArray, Requests
+
+PCIE_GEN4_X16_BYTES_PER_S = 64e9
+"""Bidirectional PCIe 4.0 x16 (PCI-SIG): host link for KV swap when the catalog gives none."""
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Raw outcome: per-request times (NaN = never reached), per-step timeline, loop statistics."""
+
+    arrival_s: FloatArray
+    first_token_s: FloatArray
+    finish_s: FloatArray
+    scheduled_s: FloatArray
+    input_tokens: IntArray
+    output_tokens: IntArray
+    preemptions: IntArray
+    timelines: tuple[Timeline, ...]
+    events: int
+    sim_time_s: float
+    in_system_area: float
+    rejected: int
+    truncated: str | None
+
+
+def replica_limits(replica: ReplicaModel, config: SimConfig) -> ReplicaLimits:
+    """Batching limits of one replica: the core's KV pool in tokens and the engine's defaults."""
+    step, mem = replica.step, replica.memory
+    engine = step.engine
+    host_link = (step.gpu.interconnect.pcie_bytes_per_s or PCIE_GEN4_X16_BYTES_PER_S) / 2.0
+    reservation = config.kv_reservation or engine.kv_reservation
+    return ReplicaLimits(
+        kv_tokens=float(mem.kv_tokens),
+        max_seqs=config.max_num_seqs or step.max_seqs,
+        max_tokens=config.max_batched_tokens or step.chunk_tokens,
+        block_tokens=config.block_size_tokens or engine.block_size_tokens,
+        chunked=config.chunked_prefill,
+        hit_rate=config.prefix_cache_hit_rate,
+        reserve_full=reservation == "full",
+        swap=config.preemption == "swap",
+        swap_s_per_token=mem.kv_bytes_per_token / host_link,
+    )
+
+
+_PREFILL: Role = "prefill"
+_DECODE: Role = "decode"
+
+
+class _Loop:
+    """State of one run; ``run`` drives it to the end or to a bound."""
+
+    def __init__(self, replica: ReplicaModel, requests: Requests, config: SimConfig) -> None:
+        self.cfg = config
+        self.req = requests
+        self.book = Book(
+            arrival_s=requests.arrival_s.tolist(),
+            inp=requests.input_tokens.tolist(),
+            out=requests.output_tokens.tolist(),
+        )
+        limits = replica_limits(replica, config)
+        times = StepTimes(replica.step)
+        dis = config.disaggregation
+        roles: list[Role] = ["mixed"] * replica.step.layout.replicas
+        if dis is not None:
+            roles = [_PREFILL] * dis.prefill_replicas + [_DECODE] * dis.decode_replicas
+        self.replicas = [Replica(self.book, times, limits, r, config.record_timeline) for r in roles]
+        self.entry = [r for r in self.replicas if r.role != "decode"]
+        self.exit = [r for r in self.replicas if r.role == "decode"]
+        link = (
+            dis.kv_transfer_bytes_per_s if dis else None
+        ) or replica.step.gpu.interconnect.pcie_bytes_per_s
+        self.transfer_s_per_token = replica.memory.kv_bytes_per_token / (link or PCIE_GEN4_X16_BYTES_PER_S)
+        self.pending: list[tuple[float, int, int]] = []
+        self.rr = 0
+        self.events = 0
+        self.in_system = 0
+        self.area = 0.0
+        self.now = 0.0
+        self.rejected = 0
+        self.next_open = 0
+        self._seed_arrivals()
+
+    def _seed_arrivals(self) -> None:
+        clients = self.req.closed_loop_concurrency
+        if clients is not None:
+            for rid in range(min(clients, len(self.req))):
+                heapq.heappush(self.pending, (0.0, 0, rid))
+                self.book.arrival_s[rid] = 0.0
+            self.next_open = min(clients, len(self.req))
+
+    def _route(self, pool: list[Replica]) -> Replica:
+        if len(pool) == 1:
+            return pool[0]
+        if self.cfg.router == "round_robin":
+            self.rr += 1
+            return pool[self.rr % len(pool)]
+        return min(pool, key=lambda r: r.load)
+
+    def _arrive(self, rid: int, t: float) -> None:
+        target = self._route(self.entry)
+        if not target.fits_alone(rid):
+            self.rejected += 1
+            self._finished_client(t)
+            return
+        self.in_system += 1
+        target.waiting.append(rid)
+        self._kick(target, t)
+
+    def _handoff_arrive(self, rid: int, t: float) -> None:
+        target = self._route(self.exit)
+        target.ready.append(rid)
+        self._kick(target, t)
+
+    def _kick(self, rep: Replica, t: float) -> None:
+        if rep.busy_until == math.inf:
+            dt = rep.plan(t)
+            rep.busy_until = math.inf if dt is None else t + dt
+
+    def _finished_client(self, t: float) -> None:
+        """Closed loop: a client whose request finished sends the next one."""
+        if self.req.closed_loop_concurrency is not None and self.next_open < len(self.req):
+            rid = self.next_open
+            self.next_open += 1
+            self.book.arrival_s[rid] = t
+            heapq.heappush(self.pending, (t, 0, rid))
+
+    def _step_end(self, rep: Replica, t: float) -> None:
+        finished: list[int] = []
+        handoff: list[int] = []
+        rep.complete(t, finished, handoff)
+        self.in_system -= len(finished)
+        for _ in finished:
+            self._finished_client(t)
+        for rid in handoff:
+            delay = (self.book.inp[rid] + 1) * self.transfer_s_per_token
+            heapq.heappush(self.pending, (t + delay, 1, rid))
+        dt = rep.plan(t)
+        rep.busy_until = math.inf if dt is None else t + dt
+
+    def run(self) -> str | None:
+        arrivals = self.book.arrival_s
+        open_loop = self.req.closed_loop_concurrency is None
+        n = len(arrivals)
+        i = 0
+        reps = self.replicas
+        max_events, max_t = self.cfg.max_events, self.cfg.max_sim_time_s
+        while True:
+            t_open = arrivals[i] if open_loop and i < n else math.inf
+            t_pend = self.pending[0][0] if self.pending else math.inf
+            rep = reps[0] if len(reps) == 1 else min(reps, key=lambda r: r.busy_until)
+            t = min(t_open, t_pend, rep.busy_until)
+            if t == math.inf:
+                return None
+            if self.events >= max_events:
+                return f"stopped at the bound of {max_events:,} events"
+            if t > max_t:
+                return f"stopped at the bound of {max_t:,.0f} s simulated time"
+            self.events += 1
+            self.area += self.in_system * (t - self.now)
+            self.now = t
+            if t_open == t:
+                self._arrive(i, t)
+                i += 1
+            elif t_pend == t:
+                _, kind, rid = heapq.heappop(self.pending)
+                self._handoff_arrive(rid, t) if kind else self._arrive(rid, t)
+            else:
+                self._step_end(rep, t)
+
+
+def simulate(replica: ReplicaModel, requests: Requests, config: SimConfig | None = None) -> SimResult:
+    """Run ``requests`` through the deployment of ``replica`` (``layout.replicas`` replicas, or the
+    prefill/decode pools of ``config.disaggregation``)."""
+    config = config or SimConfig()
+    loop = _Loop(replica, requests, config)
+    truncated = loop.run()
+    b = loop.book
+    return SimResult(
+        arrival_s=np.asarray(b.arrival_s, dtype=np.float64),
+        first_token_s=np.asarray(b.first_s, dtype=np.float64),
+        finish_s=np.asarray(b.finish_s, dtype=np.float64),
+        scheduled_s=np.asarray(b.scheduled_s, dtype=np.float64),
+        input_tokens=requests.input_tokens,
+        output_tokens=requests.output_tokens,
+        preemptions=np.asarray(b.preemptions, dtype=np.int64),
+        timelines=tuple(r.timeline for r in loop.replicas),
+        events=loop.events,
+        sim_time_s=loop.now,
+        in_system_area=loop.area,
+        rejected=loop.rejected,
+        truncated=truncated,
+    )

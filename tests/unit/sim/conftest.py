@@ -1,0 +1,34 @@
+"""Shared fixtures: one Llama-3.1-8B replica on an H100-SXM (bundled model and catalog, offline)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from gpuplan.catalog import load_catalog
+from gpuplan.models import get_model
+from gpuplan.perf.inference import ReplicaModel
+from gpuplan.perf.layout import Layout
+
+MODEL = "meta-llama/Llama-3.1-8B"
+GPU = "H100-SXM"
+
+
+def build(layout: Layout | None = None, context: int = 4096) -> ReplicaModel:
+    return ReplicaModel.build(
+        get_model(MODEL), load_catalog().get_gpu(GPU), layout or Layout(), context_tokens=context
+    )
+
+
+Builder = Callable[..., ReplicaModel]
+
+
+@pytest.fixture(scope="session")
+def replica() -> ReplicaModel:
+    return build()
+
+
+@pytest.fixture(scope="session")
+def build_replica() -> Builder:
+    return build

@@ -1,0 +1,98 @@
+"""Bad input gets a clear error or an explicit infeasible result; capacity search and constraint parsing."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from gpuplan.errors import FileFormatError
+from gpuplan.perf.inference import ReplicaModel
+from gpuplan.sim.capacity import max_rate_under_slo, offline_requests_per_s
+from gpuplan.sim.config import SimConfig, Slo
+from gpuplan.sim.scenario import parse_simulate_scenario
+from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, parse_trace
+from gpuplan.validation.cases import Skip
+from gpuplan.validation.predict_server import parse_constraint
+
+SIM = Path(__file__).resolve().parents[3] / "src" / "gpuplan" / "sim"
+SPEC = WorkloadSpec(
+    arrival=ArrivalSpec(kind="poisson", rate_rps=1.0),
+    input_tokens=LengthDist(value=512),
+    output_tokens=LengthDist(value=128),
+    num_requests=600,
+)
+
+
+@pytest.mark.parametrize("rate", [0.0, -1.0])
+def test_rate_must_be_positive(rate: float) -> None:
+    with pytest.raises(ValidationError, match="rate_rps"):
+        ArrivalSpec(kind="poisson", rate_rps=rate)
+
+
+def test_length_distributions_need_their_parameters() -> None:
+    with pytest.raises(ValidationError, match="needs low, high"):
+        LengthDist(kind="uniform")
+    with pytest.raises(ValidationError, match="low 9 > high 3"):
+        LengthDist(kind="uniform", low=9, high=3)
+
+
+def test_empty_and_negative_traces_are_rejected_with_the_line() -> None:
+    with pytest.raises(FileFormatError, match="no requests"):
+        parse_trace("arrival_s,input_tokens,output_tokens\n", origin="t.csv", fmt="csv")
+    with pytest.raises(FileFormatError, match=r"t\.csv line 3: token counts"):
+        parse_trace("arrival_s,input_tokens,output_tokens\n0,10,5\n1,-4,5\n", origin="t.csv", fmt="csv")
+    with pytest.raises(FileFormatError, match=r"t\.jsonl line 2: not JSON"):
+        parse_trace(
+            '{"arrival_s": 0, "input_tokens": 1, "output_tokens": 2}\n{oops\n', origin="t.jsonl", fmt="jsonl"
+        )
+    with pytest.raises(FileFormatError, match="header lacks output_tokens"):
+        parse_trace("arrival_s,input_tokens\n0,1\n", origin="t.csv", fmt="csv")
+
+
+def test_trace_is_sorted_and_starts_at_zero() -> None:
+    trace = parse_trace("arrival_s,input_tokens,output_tokens\n5,10,2\n3,20,4\n", origin="t", fmt="csv")
+    assert trace.arrival_s.tolist() == [0.0, 2.0] and trace.input_tokens.tolist() == [20, 10]
+
+
+def test_scenario_errors_name_the_field_and_line() -> None:
+    with pytest.raises(FileFormatError, match=r"s.yaml: workload.arrival.rate_rps"):
+        parse_simulate_scenario(
+            "model: m\nworkload: {arrival: {kind: poisson, rate_rps: 0}}\n", origin="s.yaml"
+        )
+    with pytest.raises(FileFormatError, match=r"s.yaml line \d+: "):
+        parse_simulate_scenario("model: m\nworkload: [\n", origin="s.yaml")
+
+
+def test_capacity_search_finds_a_rate_below_the_analytic_maximum(replica: ReplicaModel) -> None:
+    slo = Slo(ttft_p99_ms=2000, tpot_p99_ms=100)
+    spec = SPEC.model_copy(update={"num_requests": 3000})
+    found = max_rate_under_slo(
+        replica, spec, slo, SimConfig(record_timeline=False, warmup_fraction=0.2), steps=7
+    )
+    assert found.feasible and 0 < found.rate_rps <= offline_requests_per_s(replica, spec)
+    assert found.summary is not None and (found.summary.tpot.p99_ms or 0) <= 100
+
+
+def test_impossible_slo_is_reported_infeasible(replica: ReplicaModel) -> None:
+    found = max_rate_under_slo(replica, SPEC, Slo(ttft_p99_ms=0.001), steps=3)
+    assert not found.feasible and found.reason and "rate -> 0" in found.reason and found.probes == 1
+
+
+def test_constraint_notes_parse() -> None:
+    slo = parse_constraint("constraint: ttft_p99_ms<=2000; tpot_p99_ms<=200 | model mapped ...")
+    assert slo == Slo(ttft_p99_ms=2000, tpot_p99_ms=200)
+    with pytest.raises(Skip, match="not machine-readable"):
+        parse_constraint("constraint: unknown (production average) | x")
+
+
+def test_sim_package_stays_in_the_core_layer() -> None:
+    forbidden = ("gpuplan.cli", "gpuplan.service", "gpuplan.validation", "rich", "typer")
+    for path in SIM.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            assert not [n for n in names if n.startswith(forbidden)], path.name
