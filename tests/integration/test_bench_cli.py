@@ -1,0 +1,44 @@
+"""``gpuplan mock-server``/``bench serve``/``results`` through the CLI (JSON contract, export)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpuplan.cli import app
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+CONTRACT = {"requests_completed", "requests_failed", "achieved_rate", "ttft_ms", "e2e_ms", "itl_ms",
+            "output_tokens_per_s", "errors", "run_id"}
+
+
+def test_bench_serve_json_contract_and_results_commands(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "5",
+                             "--itl-ms", "1"], stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": SRC})
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[-1]
+        store = f"sqlite:///{tmp_path / 'r.sqlite'}"
+        runner = CliRunner()
+        res = runner.invoke(app, ["bench", "serve", "--url", url, "--model", "m", "--rate", "20", "--duration", "1",
+                                  "--input-tokens", "8", "--output-tokens", "4", "--store", store, "--format", "json"])
+        assert res.exit_code == 0, res.output
+        summary = json.loads(res.stdout)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert set(summary) >= CONTRACT
+    assert {"mean", "p50", "p99"} <= set(summary["ttft_ms"]) and {"mean", "p99"} <= set(summary["itl_ms"])
+    assert summary["requests_completed"] == 20
+    listed = json.loads(runner.invoke(app, ["results", "list", "--store", store, "--format", "json"]).stdout)
+    assert [r["run_id"] for r in listed] == [summary["run_id"]]
+    shown = runner.invoke(app, ["results", "show", summary["run_id"][:10], "--store", store])
+    assert shown.exit_code == 0 and "ttft_ms" in shown.stdout
+    exported = runner.invoke(app, ["results", "export", summary["run_id"], "--store", store, "--format", "csv"])
+    assert exported.exit_code == 0 and len(exported.stdout.strip().splitlines()) == 21
+    bad = runner.invoke(app, ["results", "export", "nope", "--store", store])
+    assert bad.exit_code == 1
