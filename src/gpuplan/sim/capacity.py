@@ -5,6 +5,10 @@ answer moves monotonically with the rate); a rate passes when every measured req
 P99s meet the SLO, and the deployment kept up (departures over the last requests at least
 ``KEEP_UP_RATIO`` of the arrival rate — an overloaded queue grows without bound even when the SLO
 names only TPOT, which queueing does not stretch).
+
+A finite run can hide overload: with a few thousand requests the backlog may not yet have pushed
+P99 TTFT over its limit. So the bracket's top is the simulated saturation rate (all requests
+available at once, the engine's own maximum), and no rate above it is ever accepted.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ KEEP_UP_MIN_REQUESTS = 100
 """Below this many measured requests the departure rate is too noisy (±10 %) to judge keeping up."""
 PROBE_RATE_FRACTION = 1e-3
 """The 'rate → 0' probe: one request at a time, the best latency the plan can give."""
+SATURATION_BURST_FACTOR = 100.0
+"""Arrivals 100× faster than the analytic maximum: effectively all at once."""
 PROBE_REQUESTS = 20
 """Requests in the rate → 0 probe: alone in the system, each sees the same latency."""
 
@@ -53,6 +59,15 @@ def offline_requests_per_s(replica: ReplicaModel, workload: WorkloadSpec) -> flo
     )
     _, _, tokens_per_s, _ = replica.run(mean)
     return tokens_per_s * replica.step.layout.replicas / mean.output_tokens
+
+
+def saturation_requests_per_s(replica: ReplicaModel, workload: WorkloadSpec, config: SimConfig) -> float:
+    """Completion rate of the simulated engine when every request is available at once (offline)."""
+    burst = SATURATION_BURST_FACTOR * offline_requests_per_s(replica, workload)
+    arrival = ArrivalSpec(kind="poisson", rate_rps=burst)
+    spec = workload.model_copy(update={"arrival": arrival})
+    summary = summarise(simulate(replica, generate(spec), config), warmup_fraction=config.warmup_fraction)
+    return summary.requests_per_s
 
 
 def violation(summary: SimSummary, slo: Slo, offered_rps: float) -> str | None:
@@ -96,7 +111,10 @@ def max_rate_under_slo(
     config = config or SimConfig(record_timeline=False)
     if workload.arrival.kind not in ("poisson", "gamma"):
         workload = workload.model_copy(update={"arrival": ArrivalSpec(kind="poisson", rate_rps=1.0)})
-    top = UPPER_BOUND_FACTOR * offline_requests_per_s(replica, workload)
+    top = min(
+        UPPER_BOUND_FACTOR * offline_requests_per_s(replica, workload),
+        saturation_requests_per_s(replica, workload, config),
+    )
 
     def run(rate: float, requests: int = workload.num_requests) -> tuple[SimSummary, str | None]:
         arrival = workload.arrival.model_copy(update={"rate_rps": rate})

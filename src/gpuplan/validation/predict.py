@@ -22,6 +22,7 @@ from gpuplan.perf.layout import Layout
 from gpuplan.perf.memory import inference_memory
 from gpuplan.units import GIB, MS_PER_S
 from gpuplan.validation.cases import Case, Skip
+from gpuplan.validation.datasets import row_lengths
 from gpuplan.validation.predict_server import predict_server_case
 from gpuplan.validation.predict_training import predict_training_case
 
@@ -107,14 +108,13 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
         return predict_server_case(case, model, gpu, cal)
     if case.metric not in _INFERENCE_METRICS:
         raise Skip(f"metric {case.metric} needs percentiles from the serving simulator")
-    output = case.int_field("output_len")
-    if not output:
-        raise Skip("output length not stated")
-    if not case.int_field("input_len") and scenario != "single":
-        raise Skip("input length not stated")
+    if scenario == "single" and not case.int_field("input_len") and case.int_field("output_len"):
+        inp, output = 0, case.int_field("output_len") or 0  # decode-speed test: no prompt stated
+    else:
+        inp, output = row_lengths(case)
     workload = InferenceWorkload(
         scenario=scenario,
-        input_tokens=case.int_field("input_len") or 0,
+        input_tokens=inp,
         output_tokens=output,
         concurrency=case.int_field("concurrency"),
         batch_size=case.int_field("batch_size"),

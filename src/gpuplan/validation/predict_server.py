@@ -14,10 +14,6 @@ use the mean lengths of their benchmark dataset (``data/server_datasets.yaml``),
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from importlib import resources
-
-import yaml
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
@@ -32,6 +28,7 @@ from gpuplan.sim.metrics import SimSummary, summarise
 from gpuplan.sim.simulator import simulate
 from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 from gpuplan.validation.cases import Case, Skip
+from gpuplan.validation.datasets import row_lengths
 
 REQUESTS_PER_RUN = 1200
 """Per simulated run: enough that the arrival span is several E2E long, small enough to keep the
@@ -51,7 +48,7 @@ def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibra
     latency = _LATENCY_METRIC.match(case.metric)
     if case.metric not in _THROUGHPUT and latency is None:
         raise Skip(f"metric {case.metric} is not predicted by the simulator")
-    inp, out = _lengths(case)
+    inp, out = row_lengths(case)
     replica, replicas = _replica(case, model, gpu, cal, inp + out)
     spec = WorkloadSpec(
         arrival=ArrivalSpec(kind="poisson", rate_rps=1.0),
@@ -93,33 +90,6 @@ def parse_constraint(notes: str) -> Slo:
 
 def _slo(case: Case) -> Slo:
     return parse_constraint(case.get("notes"))
-
-
-@lru_cache(maxsize=1)
-def _datasets() -> dict[str, tuple[int, int]]:
-    text = (
-        resources.files("gpuplan.validation")
-        .joinpath("data/server_datasets.yaml")
-        .read_text(encoding="utf-8")
-    )
-    return {
-        e["benchmark"]: (int(e["input_tokens_mean"]), int(e["output_tokens_mean"]))
-        for e in yaml.safe_load(text)
-    }
-
-
-def _lengths(case: Case) -> tuple[int, int]:
-    """(input, output) tokens: the row's, else its MLPerf benchmark's dataset means."""
-    inp, out = case.int_field("input_len"), case.int_field("output_len")
-    bench = re.search(r"benchmark=([\w.-]+)", case.get("notes"))
-    table = _datasets().get(bench.group(1)) if bench else None
-    if inp is None and table is not None:
-        inp = table[0]
-    if out is None and table is not None:
-        out = table[1]
-    if inp is None or not out:
-        raise Skip("input/output lengths not stated and no dataset table entry")
-    return inp, out
 
 
 def _replica(
