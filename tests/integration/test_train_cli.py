@@ -57,3 +57,22 @@ def test_bad_global_batch_is_one_line_error() -> None:
     )
     assert result.exit_code == 1
     assert "not divisible" in result.output and result.output.count("\n") <= 2
+
+
+def test_recommend_task_finetune_ranks_training_plans() -> None:
+    result = runner.invoke(
+        app, ["recommend", "--task", "finetune", "--method", "qlora", "--model", MODEL, "--seq-len", "1024",
+              "--tokens", "1e7", "--gpus", "L4", "--max-gpus", "2", "--global-batch", "8", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["method"] == "qlora" and data["plans"]
+
+
+def test_recommend_task_train_rejects_lora() -> None:
+    result = runner.invoke(
+        app, ["recommend", "--task", "train", "--method", "lora", "--model", MODEL, "--seq-len", "1024",
+              "--tokens", "1e7"]
+    )
+    assert result.exit_code != 0
+    assert "finetune" in result.output

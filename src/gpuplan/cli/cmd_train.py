@@ -66,7 +66,34 @@ def train_plan(
         gpus=tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
         deadline_hours=deadline_hours, objective=objective,
     )
-    result = plan_training(req, catalog_from(catalog))
+    render_train_plan(plan_training(req, catalog_from(catalog)), out)
+
+
+TASK_METHODS = {("train", "full"): "pretrain", ("finetune", "full"): "full_ft"}
+"""``recommend --task train|finetune --method full|lora|qlora`` → the planner's method."""
+
+
+def recommend_training(
+    *, task: str, method: str, model: str | None, seq_len: int | None, tokens: float | None, global_batch: int,
+    gpus: str | None, max_gpus: int, objective: str, out: str, catalog: CatalogOpt,
+) -> None:
+    """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked)."""
+    if not (model and seq_len and tokens):
+        raise UserInputError(f"recommend --task {task} needs --model, --seq-len and --tokens")
+    if method not in ("full", "lora", "qlora"):
+        raise UserInputError(f"--method {method!r} is not one of full, lora, qlora")
+    if task == "train" and method != "full":
+        raise UserInputError("--task train trains all weights: use --task finetune for lora/qlora")
+    req = TrainPlanRequest.model_validate(
+        {"model": model, "method": TASK_METHODS.get((task, method), method), "tokens": tokens, "seq_len": seq_len,
+         "global_batch": global_batch, "max_gpus": max_gpus, "objective": "cost" if objective == "cost" else "time",
+         "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else ()}
+    )
+    render_train_plan(plan_training(req, catalog_from(catalog)), out)
+
+
+def render_train_plan(result: TrainPlanResult, out: str) -> None:
+    """JSON or a ranked table of training plans with the rejections."""
     if out == "json":
         emit_json(result)
         return

@@ -15,7 +15,7 @@ from gpuplan.models.spec import ModelSpec
 
 Method = Literal["pretrain", "full_ft", "lora", "qlora"]
 Checkpointing = Literal["none", "selective", "full"]
-Optimizer = Literal["adamw", "adamw_8bit", "sgd"]
+Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw_8bit", "sgd"]
 ComputeDtype = Literal["bf16", "fp16", "fp8", "fp4"]
 LoraTargets = Literal["all", "attention"]
 
@@ -38,6 +38,9 @@ class TrainingJob(_Frozen):
     lora_rank: int = Field(default=DEFAULT_LORA_RANK, ge=0)
     lora_targets: LoraTargets = "all"
     allow_long_seq: bool = Field(default=False, description="allow seq_len beyond the model's positions")
+    optimizer_in_backward: bool = Field(
+        default=False, description="optimizer step fused into backward: each gradient is freed once applied"
+    )
 
     @property
     def is_adapter(self) -> bool:
@@ -57,6 +60,8 @@ class TrainingLayout(_Frozen):
     micro_batch: int = Field(default=1, ge=1, description="sequences per GPU per forward/backward")
     checkpointing: Checkpointing = "none"
     cpu_offload: bool = Field(default=False, description="optimizer states (and master weights) in host RAM")
+    activation_offload: bool = Field(default=False, description="checkpointed activations kept in host RAM")
+    virtual_stages: int = Field(default=1, ge=1, description="interleaved pipeline: model chunks per PP rank")
 
     @property
     def num_gpus(self) -> int:
@@ -66,8 +71,10 @@ class TrainingLayout(_Frozen):
         parts = [f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"]
         parts += [f"cp{self.cp}"] if self.cp > 1 else []
         parts += [f"ep{self.ep}"] if self.ep > 1 else []
+        parts += [f"v{self.virtual_stages}"] if self.virtual_stages > 1 else []
         parts += [f"zero{self.zero_stage}", f"mb{self.micro_batch}", f"ckpt-{self.checkpointing}"]
-        return " ".join(parts + (["offload"] if self.cpu_offload else []))
+        parts += ["offload"] if self.cpu_offload else []
+        return " ".join(parts + (["act-offload"] if self.activation_offload else []))
 
 
 def micro_batches_per_step(job: TrainingJob, layout: TrainingLayout) -> int:

@@ -2,7 +2,8 @@
 
     t_compute = F_gemm / (P_dtype · η[family:dtype] · h/(h + h½)) + F_attn / (P_bf16 · η[family:bf16] · η_attn)
                 (each GEMM pass also bounded below by streaming the weights from HBM)
-    t_pipe    = t_compute · (m + p − 1) / m          1F1B bubble (p−1)/(m+p−1) of the step (Narayanan 2021)
+    t_pipe    = t_compute · (1 + (p − 1)/(v·m))      1F1B bubble (p−1)/(m+p−1) of the step; interleaving
+                                                    v chunks per rank divides it by v (Narayanan 2021 §2.2)
     t_dp      = ZeRO-0/1/2: reduce-scatter + all-gather of bf16 grads/params (= one all-reduce);
                 ZeRO-3/FSDP: 2 all-gathers + 1 reduce-scatter per micro-batch; exposed beyond dp_overlap·t
     t_mp      = TP 4 all-reduces per layer per micro-batch (6 with full recompute), CP ring KV exchange,
@@ -141,7 +142,7 @@ def _mp_comm_s(ctx: _Ctx) -> float:
     pp_s = 0.0
     if lay.pp > 1:
         pp_link = comm.group_link(ctx.gpu, lay.num_gpus, cal)
-        pp_s = 2 * act / lay.tp / pp_link.bytes_per_s
+        pp_s = 2 * lay.virtual_stages * act / lay.tp / pp_link.bytes_per_s  # v× more boundary sends
     return ctx.micro_batches * (tp_s + cp_s + ep_s + pp_s)
 
 
@@ -172,7 +173,7 @@ def predict_step(
     m = micro_batches_per_step(job, layout)
     ctx = _Ctx(model=model, gpu=gpu, job=job, layout=layout, cal=cal, micro_batches=m)
     t_compute = compute_s(ctx)
-    bubble = t_compute * (layout.pp - 1) / m
+    bubble = t_compute * (layout.pp - 1) / (layout.virtual_stages * m)
     dp_exposed = max(0.0, _dp_comm_s(ctx) - cal.dp_overlap * t_compute)
     mp_exposed = (1.0 - cal.tp_overlap) * _mp_comm_s(ctx)
     opt, deq = _optimizer_s(ctx), _dequant_s(ctx)
@@ -196,6 +197,7 @@ def predict_step(
     )
 
 
-def pipeline_bubble_fraction(*, pp: int, micro_batches: int) -> float:
-    """Share of a 1F1B step the pipeline idles: (p − 1) / (m + p − 1) (Narayanan et al. 2021 §2.2)."""
-    return (pp - 1) / (micro_batches + pp - 1)
+def pipeline_bubble_fraction(*, pp: int, micro_batches: int, virtual_stages: int = 1) -> float:
+    """Share of a 1F1B step the pipeline idles: (p − 1)/(v·m + p − 1), i.e. bubble time (p − 1)/(v·m) of
+    the ideal time; v = 1 is plain 1F1B (Narayanan et al. 2021 §2.2.1-2.2.2)."""
+    return (pp - 1) / (virtual_stages * micro_batches + pp - 1)

@@ -17,14 +17,8 @@ from gpuplan.training.spec import TrainingJob, TrainingLayout, check_layout, mic
 from gpuplan.training.step import predict_step
 from gpuplan.units import GB, GIB
 from gpuplan.validation.cases import Case, Skip
-from gpuplan.validation.training_rows import (
-    MEMORY_METRICS,
-    PURE_BF16_FRAMEWORKS,
-    memory_row,
-    row_model,
-    training_layout,
-    training_row,
-)
+from gpuplan.validation.memory_rows import memory_options, memory_row
+from gpuplan.validation.training_rows import MEMORY_METRICS, row_model, training_layout, training_row
 
 THROUGHPUT_METRICS = frozenset(
     {"tokens_per_s_per_gpu", "tokens_per_s", "samples_per_s", "step_time_s", "tflops_per_gpu"}
@@ -62,9 +56,8 @@ def predict_training_with(case: Case, catalog: Catalog, tcal: TrainingCalibratio
 
 def _peak_bytes(case: Case, job: TrainingJob, layout: TrainingLayout) -> float:
     model = row_model(case, job.seq_len)
-    pure = case.get("framework") in PURE_BF16_FRAMEWORKS
     m = micro_batches_per_step(job, layout)
-    return training_memory(model, job, layout, micro_batches=m, pure_bf16=pure).total_bytes
+    return training_memory(model, job, layout, micro_batches=m, options=memory_options(case)).total_bytes
 
 
 def _budget_bytes(case: Case, gpu: GpuSpec) -> float:

@@ -16,7 +16,7 @@ from gpuplan.models.registry import model_for_seq_len
 from gpuplan.models.spec import ModelSpec
 from gpuplan.training.calibration import TrainingCalibration
 from gpuplan.training.search import search_layouts
-from gpuplan.training.spec import Checkpointing, ComputeDtype, Method, Optimizer, TrainingJob, TrainingLayout
+from gpuplan.training.spec import Checkpointing, ComputeDtype, Method, TrainingJob, TrainingLayout
 from gpuplan.validation.cases import Case, Skip
 
 FSDP_FRAMEWORKS = frozenset({"llm-foundry", "torchtitan", "pytorch-fsdp", "nemo-automodel", "deepspeed"})
@@ -28,8 +28,11 @@ CHECKPOINTING_DEFAULT: dict[str, Checkpointing] = {"hf-transformers": "full", "m
 """Qwen's finetune.py and ms-swift turn on gradient checkpointing by default; others run without."""
 PURE_BF16_FRAMEWORKS = frozenset({"torchtune"})
 """torchtune recipes train in bf16 without fp32 master weights (dtype: bf16)."""
+INTERLEAVED_CHUNKS = 2
+"""Model chunks per PP rank when a row says "interleaved" without the count: the smallest
+interleaving (Narayanan et al. 2021 §2.2 evaluate v = 2 upward)."""
+_VIRTUAL = re.compile(r"\bVP=(\d+)")
 MEMORY_METRICS = frozenset({"peak_gib_per_gpu", "peak_gib_total", "max_seq_len_fit", "fits"})
-_LAYOUT_ITEM = re.compile(r"\b(dp_shard|dp|tp|pp|cp|ep)=(\d+)")
 
 
 def framework_zero_stage(case: Case, num_gpus: int) -> int:
@@ -42,7 +45,7 @@ def framework_zero_stage(case: Case, num_gpus: int) -> int:
     return 3 if framework in FSDP_FRAMEWORKS else 1 if framework in MEGATRON_FRAMEWORKS else 0
 
 
-def _method(case: Case) -> Method:
+def method_of(case: Case) -> Method:
     raw = case.get("method")
     if raw in ("pretrain", "full_ft", "lora", "qlora"):
         return raw  # type: ignore[return-value]
@@ -51,31 +54,23 @@ def _method(case: Case) -> Method:
     raise Skip(f"method {raw!r} is not a training method")
 
 
-def _dtype(raw: str) -> ComputeDtype:
+def weight_dtype(raw: str) -> ComputeDtype:
     return raw if raw in ("fp8", "fp4", "fp16") else "bf16"  # type: ignore[return-value]
+
+
+def checkpointing_default(case: Case) -> Checkpointing:
+    return CHECKPOINTING_DEFAULT.get(case.get("framework"), "none")
 
 
 def _checkpointing(case: Case, key: str) -> Checkpointing:
     raw = case.get(key)
     if raw in ("none", "selective", "full"):
         return raw  # type: ignore[return-value]
-    return CHECKPOINTING_DEFAULT.get(case.get("framework"), "none")
+    return checkpointing_default(case)
 
 
 def row_model(case: Case, seq_len: int) -> ModelSpec:
     return model_for_seq_len(get_model(case.get("model")), seq_len)
-
-
-def _optimizer(case: Case) -> Optimizer:
-    return "adamw_8bit" if case.get("optimizer") == "adamw_8bit" else "adamw"
-
-
-def _layout_note(case: Case) -> dict[str, int]:
-    text = case.get("notes")
-    found = {k: int(v) for k, v in _LAYOUT_ITEM.findall(text.split("layout:", 1)[1])} if "layout:" in text else {}
-    if "dp_shard" in found:
-        found["dp"] = found.pop("dp_shard")
-    return found
 
 
 def training_row(case: Case) -> tuple[TrainingJob, dict[str, int], int]:
@@ -89,43 +84,20 @@ def training_row(case: Case) -> tuple[TrainingJob, dict[str, int], int]:
     replicas = sizes.get("dp") or gpus // (sizes.get("tp", 1) * sizes.get("pp", 1) * sizes.get("cp", 1))
     gbs = case.int_field("global_batch_size") or micro * max(replicas, 1)
     job = TrainingJob(
-        method=_method(case), dtype=_dtype(case.get("dtype")), seq_len=seq, global_batch=gbs, allow_long_seq=True
+        method=method_of(case), dtype=weight_dtype(case.get("dtype")), seq_len=seq, global_batch=gbs,
+        allow_long_seq=True,
     )
     return job, sizes, gpus
 
 
-def memory_row(case: Case) -> tuple[TrainingJob, TrainingLayout]:
-    """(job, layout) of a memory.csv training row."""
-    seq = case.int_field("seq_len") or 0
-    gpus = case.int_field("num_gpus") or 1
-    sizes = _layout_note(case)
-    local = case.int_field("batch_size") or 1
-    tp, pp, cp = sizes.get("tp", 1), sizes.get("pp", 1), sizes.get("cp", 1)
-    micro = 1 if pp > 1 else local  # torchtitan splits the local batch into 1-sequence pipeline micro-batches
-    if not sizes and gpus > 1 and case.get("zero_stage") == "":
-        pp = gpus  # HF device_map="auto" splits layers over the GPUs (naive pipeline)
-    dp = max(gpus // (tp * pp * cp), 1)
-    rank = case.int_field("lora_rank")
-    job = TrainingJob(
-        method=_method(case),
-        dtype=_dtype(case.get("weight_dtype")),
-        seq_len=max(seq, 1),
-        global_batch=local * dp,
-        optimizer=_optimizer(case),
-        allow_long_seq=True,
-        **({"lora_rank": rank} if rank is not None else {}),
-    )
-    layout = TrainingLayout(
-        tp=tp,
-        pp=pp,
-        cp=cp,
-        dp=dp,
-        zero_stage=framework_zero_stage(case, dp * cp),
-        micro_batch=micro,
-        checkpointing=_checkpointing(case, "gradient_checkpointing"),
-        cpu_offload="offload" in case.get("notes").lower() and "optimizer" in case.get("notes").lower(),
-    )
-    return job, layout
+def virtual_stages(case: Case, pp: int) -> int:
+    """Interleaved-pipeline chunks per rank the row states (NeMo ``VP=``, "interleaved"), else 1."""
+    if pp <= 1:
+        return 1
+    found = _VIRTUAL.search(case.get("notes"))
+    if found:
+        return max(int(found.group(1)), 1)
+    return INTERLEAVED_CHUNKS if "interleaved" in case.get("notes").lower() else 1
 
 
 def training_layout(
@@ -153,4 +125,5 @@ def training_layout(
         zero_stage=framework_zero_stage(case, dp * cp),
         micro_batch=micro,
         checkpointing=_checkpointing(case, "activation_checkpointing"),
+        virtual_stages=virtual_stages(case, pp),
     )
