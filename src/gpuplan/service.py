@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -25,6 +25,9 @@ from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarg
 from gpuplan.scenario import ScenarioFile, describe_validation_error
 from gpuplan.validation import ValidationReport, validate_file
 from gpuplan.validation.cases import read_cases
+
+if TYPE_CHECKING:
+    from gpuplan.validation.crossval import CrossValidation, GroupBy
 
 
 def offers(
@@ -57,10 +60,10 @@ def offers(
 
 
 def recommend_from_scenario(
-    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None
+    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None, *, spec: ModelSpec | None = None
 ) -> Recommendation:
-    """``recommend`` on a scenario document."""
-    model = get_model(sc.model)
+    """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``."""
+    model = spec or get_model(sc.model)
     target = ServingTarget(
         input_tokens=sc.workload.input_tokens,
         output_tokens=sc.workload.output_tokens,
@@ -132,10 +135,10 @@ def _gpu(sc: ScenarioFile, catalog: Catalog) -> GpuSpec:
 
 
 def predict_from_scenario(
-    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None
+    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None, *, spec: ModelSpec | None = None
 ) -> PredictResult:
-    """``predict``: latency and throughput of one deployment on one workload."""
-    model, gpu = get_model(sc.model), _gpu(sc, catalog)
+    """``predict``: latency and throughput of one deployment on one workload (``spec``: as in recommend)."""
+    model, gpu = spec or get_model(sc.model), _gpu(sc, catalog)
     layout = _layout(sc, model, gpu)
     workload = InferenceWorkload(
         scenario=sc.workload.scenario,
@@ -190,9 +193,10 @@ def fit(
     engine: str,
     context_tokens: int | None,
     utilization: float | None,
+    spec: ModelSpec | None = None,
 ) -> FitResult:
-    """Does it fit, and how much KV is left."""
-    model, gpu = get_model(model_id), catalog.get_gpu(gpu_id)
+    """Does it fit, and how much KV is left (``spec``: a parsed config.json instead of ``model_id``)."""
+    model, gpu = spec or get_model(model_id), catalog.get_gpu(gpu_id)
     sc_tp = tp or count // max(pp, 1)
     if count < 1 or pp < 1 or sc_tp < 1 or count % (sc_tp * pp):
         raise UserInputError(
@@ -253,3 +257,17 @@ def refit(
     except OSError as exc:
         raise FileFormatError(f"cannot write {out}: {exc.strerror}") from None
     return cal
+
+
+def cross_validate(path: Path, catalog: Catalog, *, grades: Sequence[str], by: str) -> CrossValidation:
+    """Leave-one-GPU (or model) -out error of the inference calibration on a validation CSV."""
+    from gpuplan.validation.crossval import cross_validate as run  # scipy is loaded only when needed
+
+    groupings: dict[str, GroupBy] = {"gpu": "gpu", "model": "model"}
+    if by not in groupings:
+        raise UserInputError(f"--cross-validate {by!r} is not one of gpu, model")
+    schema, cases = read_cases(path)
+    if schema != "inference":
+        raise UserInputError(f"--cross-validate needs inference.csv rows; {path} holds {schema} rows")
+    chosen = [c for c in cases if c.quality in set(grades)]
+    return run(chosen, catalog, prior_calibration(), by=groupings[by])

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from gpuplan import service
+from gpuplan import plots, service
 from gpuplan.cli import views
 from gpuplan.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.cli.cmd_train import recommend_training
 from gpuplan.errors import UserInputError
 from gpuplan.models import list_models
 from gpuplan.perf.calibration import default_calibration
@@ -59,6 +60,7 @@ def fit_cmd(
     engine: Annotated[str, typer.Option(help="vllm trtllm sglang ...")] = "vllm",
     context: Annotated[int | None, typer.Option(help="tokens per request (max_model_len)")] = None,
     utilization: Annotated[float | None, typer.Option(help="gpu_memory_utilization")] = None,
+    plot: Annotated[Path | None, typer.Option(help="write the memory chart: FILE.html or FILE.png")] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
@@ -77,6 +79,8 @@ def fit_cmd(
         utilization=utilization,
     )
     views.fit(result, fmt(format))
+    if plot is not None:
+        plots.write_fit_plot(plot, result)
 
 
 @app.command()
@@ -109,10 +113,25 @@ def recommend(
     objective: Annotated[str, typer.Option(help="cost, latency or throughput")] = "cost",
     budget: Annotated[float | None, typer.Option(help="max $/hour")] = None,
     example: Annotated[bool, typer.Option(help="run the built-in example")] = False,
+    task: Annotated[str, typer.Option(help="infer | train | finetune")] = "infer",
+    method: Annotated[str, typer.Option(help="train/finetune: full | lora | qlora")] = "full",
+    seq_len: Annotated[int | None, typer.Option(help="train/finetune: tokens per sequence")] = None,
+    tokens: Annotated[float | None, typer.Option(help="train/finetune: tokens to train on")] = None,
+    global_batch: Annotated[int, typer.Option(help="train/finetune: sequences per step")] = 256,
+    plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
-    """The cheapest plan that meets the SLA, the runner-ups, and why not the others."""
+    """The cheapest plan that meets the SLA, the runner-ups, and why not the others.
+
+    With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
+    if task in ("train", "finetune"):
+        recommend_training(task=task, method=method, model=model, seq_len=seq_len, tokens=tokens,
+                           global_batch=global_batch, gpus=gpus, max_gpus=max_gpus, objective=objective,
+                           out=fmt(format), catalog=catalog)
+        return
+    if task != "infer":
+        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
     if example:
         sc = parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
     elif scenario is not None:
@@ -142,7 +161,11 @@ def recommend(
             "prices": {"max_usd_per_hour": budget},
         }
         sc = service.scenario_from_mapping(doc)
-    views.recommendation(service.recommend_from_scenario(sc, catalog_from(catalog)), fmt(format))
+    cat = catalog_from(catalog)
+    rec = service.recommend_from_scenario(sc, cat)
+    views.recommendation(rec, fmt(format))
+    if plot is not None:
+        plots.write_recommendation_plot(plot, sc, cat, rec)
 
 
 @app.command()
@@ -153,6 +176,9 @@ def validate(
     fit_out: Annotated[
         Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")
     ] = None,
+    cross_validate: Annotated[
+        str | None, typer.Option(help="held-out error: refit without each 'gpu' or 'model' in turn")
+    ] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
@@ -160,6 +186,11 @@ def validate(
     chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
     cat = catalog_from(catalog)
     cal = default_calibration()
+    if cross_validate is not None:
+        views.cross_validation(
+            service.cross_validate(cases, cat, grades=chosen, by=cross_validate), fmt(format)
+        )
+        return
     if fit_out is not None:
         cal = service.refit(cases, cat, cal, grades=chosen, out=fit_out)
     views.validation(service.validate(cases, cat, cal, grades=chosen), fmt(format))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gpuplan.catalog import Catalog
 from gpuplan.cli.app import Format
@@ -13,6 +14,9 @@ from gpuplan.recommend import Recommendation
 from gpuplan.service import FitResult, PredictResult
 from gpuplan.units import GB, GIB, MS_PER_S, TB
 from gpuplan.validation import ValidationReport
+
+if TYPE_CHECKING:
+    from gpuplan.validation.crossval import CrossValidation
 
 
 def gpus(catalog: Catalog, f: Format) -> None:
@@ -228,3 +232,31 @@ def _grade(median: float | None) -> str:
     if median is None:
         return "-"
     return "good" if median <= 0.1 else "fair" if median <= 0.2 else "rough" if median <= 0.4 else "poor"
+
+
+def cross_validation(r: CrossValidation, f: Format) -> None:
+    if f == "json":
+        emit_json(r)
+        return
+    table(
+        f"Held-out error, leaving one {r.by} out at a time (refit on the rest)",
+        ["group", "rows", "median APE", "MAPE", "p90 APE"],
+        [
+            (
+                fold.group,
+                fold.rows,
+                _pct(fold.stats.median_ape),
+                _pct(fold.stats.mape),
+                _pct(fold.stats.p90_ape),
+            )
+            for fold in r.folds
+        ],
+    )
+    table(
+        "Pooled held-out error by metric",
+        ["metric", "n", "median APE", "MAPE", "p90 APE"],
+        [
+            (m, st.n, _pct(st.median_ape), _pct(st.mape), _pct(st.p90_ape))
+            for m, st in r.summary.by_metric.items()
+        ],
+    )

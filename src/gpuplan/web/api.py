@@ -1,0 +1,208 @@
+"""The JSON API: one route per CLI command, each a call to :mod:`gpuplan.service` with the CLI's models.
+
+The web answers only for bundled models (by id or alias) or a pasted config.json: it never reads
+a server path or reaches the Hub on a request's behalf. A recommend search is bounded
+(``max_gpus`` ≤ :data:`WEB_MAX_GPUS`, duplicate GPU and dtype ids dropped, :data:`TIME_LIMIT_S`
+of compute); the bound is stated in the ``X-Gpuplan-Search-Bound`` header and the assumptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+
+from gpuplan import plots, service
+from gpuplan.catalog import Catalog
+from gpuplan.errors import FileFormatError, UnknownNameError
+from gpuplan.models import aliases, bundled_ids, parse_hf_config
+from gpuplan.models.registry import HUB_HINT, list_models
+from gpuplan.models.spec import ModelSpec
+from gpuplan.recommend import Recommendation
+from gpuplan.service import FitResult, PredictResult
+from gpuplan.web.errors import FieldError
+from gpuplan.web.schemas import FitRequest, RecommendPlots, SearchBound, WebScenario
+
+WEB_MAX_GPUS = 256
+"""Most GPUs in one plan that a web recommend searches (the CLI allows 4096)."""
+TIME_LIMIT_S = 30.0
+"""Compute time one API request may take; past it the answer is 422 with the limit."""
+BOUND_HEADER = "X-Gpuplan-Search-Bound"
+T = TypeVar("T")
+
+router = APIRouter(prefix="/api")
+
+
+def catalog_dep(request: Request) -> Catalog:
+    catalog: Catalog = request.app.state.catalog
+    return catalog
+
+
+CatalogDep = Annotated[Catalog, Depends(catalog_dep)]
+
+
+def model_spec(name: str, config_json: dict[str, Any] | None) -> ModelSpec | None:
+    """The pasted config's spec, None for a bundled id or alias (the service looks it up).
+
+    Anything else is the CLI's unknown-model error: the web never treats a name as a path.
+    """
+    if config_json is not None:
+        try:
+            return parse_hf_config(config_json, model_id=name.strip() or "pasted config.json")
+        except FileFormatError as exc:
+            raise FieldError(exc.message, field="config_json", hint=exc.hint) from None
+    known = {m.lower() for m in (*bundled_ids(), *aliases())}
+    if name.strip().lower() not in known:
+        raise UnknownNameError("model", name.strip(), [*bundled_ids(), *aliases()], hint=HUB_HINT)
+    return None
+
+
+async def bounded_call(fn: Callable[[], T]) -> T:
+    """Run ``fn`` in a worker thread; past TIME_LIMIT_S answer 422 (the thread is abandoned)."""
+    try:
+        with anyio.fail_after(TIME_LIMIT_S):
+            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+    except TimeoutError:
+        raise HTTPException(
+            422,
+            f"the request ran past the web API's {TIME_LIMIT_S:.0f} s limit; narrow it "
+            "(fewer GPU types or dtypes, a lower max_gpus) or use the CLI",
+        ) from None
+
+
+def bound_search(sc: WebScenario) -> tuple[WebScenario, SearchBound]:
+    """The scenario with the web's search limits applied, and what they were."""
+    asked = sc.hardware.max_gpus
+    hardware = sc.hardware.model_copy(
+        update={
+            "max_gpus": min(asked, WEB_MAX_GPUS),
+            "gpus": list(dict.fromkeys(sc.hardware.gpus)) if sc.hardware.gpus else None,
+        }
+    )
+    allowed = sc.precision.allowed
+    precision = sc.precision.model_copy(update={"allowed": list(dict.fromkeys(allowed)) if allowed else None})
+    bound = SearchBound(
+        max_gpus_requested=asked,
+        max_gpus_searched=hardware.max_gpus,
+        max_gpus_limit=WEB_MAX_GPUS,
+        time_limit_s=TIME_LIMIT_S,
+        clamped=asked > WEB_MAX_GPUS,
+    )
+    return sc.model_copy(update={"hardware": hardware, "precision": precision}), bound
+
+
+def _state_bound(rec: Recommendation, bound: SearchBound, response: Response) -> Recommendation:
+    response.headers[BOUND_HEADER] = (
+        f"max_gpus={bound.max_gpus_searched} (asked {bound.max_gpus_requested}, limit {bound.max_gpus_limit}); "
+        f"time_limit_s={bound.time_limit_s:g}"
+    )
+    if not bound.clamped:
+        return rec
+    note = (
+        f"Web API bound: plans of at most {bound.max_gpus_searched} GPUs were searched "
+        f"(asked {bound.max_gpus_requested}); the CLI searches up to 4096."
+    )
+    return rec.model_copy(update={"assumptions": [*rec.assumptions, note]})
+
+
+async def _recommend(
+    body: WebScenario, catalog: Catalog, response: Response
+) -> tuple[WebScenario, Recommendation, SearchBound]:
+    sc, bound = bound_search(body)
+    spec = model_spec(sc.model, sc.config_json)
+    rec = await bounded_call(lambda: service.recommend_from_scenario(sc, catalog, spec=spec))
+    return sc, _state_bound(rec, bound, response), bound
+
+
+@router.get("/gpus", summary="the GPU catalog (gpuplan gpus --format json)")
+def gpus(catalog: CatalogDep) -> dict[str, Any]:
+    return {
+        "gpus": [catalog.get_gpu(g).model_dump(mode="json") for g in catalog.gpu_ids()],
+        "prices": [p.model_dump(mode="json") for p in catalog.prices],
+    }
+
+
+@router.get("/models", summary="the bundled models (gpuplan models --format json)")
+def models() -> dict[str, Any]:
+    return {"models": [m.model_dump(mode="json") for m in list_models()]}
+
+
+@router.post("/recommend", response_model=Recommendation, summary="gpuplan recommend --format json")
+async def recommend(body: WebScenario, catalog: CatalogDep, response: Response) -> Recommendation:
+    """Ranked plans for a scenario document; the search bound is in the X-Gpuplan-Search-Bound header."""
+    _, rec, _ = await _recommend(body, catalog, response)
+    return rec
+
+
+@router.post("/predict", response_model=PredictResult, summary="gpuplan predict --format json")
+async def predict(body: WebScenario, catalog: CatalogDep) -> PredictResult:
+    spec = model_spec(body.model, body.config_json)
+    return await bounded_call(lambda: service.predict_from_scenario(body, catalog, spec=spec))
+
+
+@router.post("/fit", response_model=FitResult, summary="gpuplan fit --format json")
+async def fit(body: FitRequest, catalog: CatalogDep) -> FitResult:
+    spec = model_spec(body.model, body.config_json)
+    return await bounded_call(
+        lambda: service.fit(
+            body.model,
+            body.gpu,
+            catalog,
+            count=body.count,
+            tp=body.tp,
+            pp=body.pp,
+            weight_dtype=body.dtype,
+            kv_dtype=body.kv_dtype,
+            engine=body.engine,
+            context_tokens=body.context,
+            utilization=body.utilization,
+            spec=spec,
+        )
+    )
+
+
+@router.post("/plots/recommend", response_model=RecommendPlots, summary="recommend with the page's charts")
+async def recommend_plots(
+    body: WebScenario,
+    catalog: CatalogDep,
+    response: Response,
+    cost_axis: plots.CostAxis = "usd_per_month",
+    latency_axis: plots.LatencyAxis = "ttft_ms",
+) -> RecommendPlots:
+    sc, rec, bound = await _recommend(body, catalog, response)
+    spec = model_spec(sc.model, sc.config_json)
+    scaling = await bounded_call(lambda: plots.throughput_scaling(sc, catalog, rec, spec=spec))
+    order = [p.gpu for p in rec.plans]
+    figures = {
+        "pareto": plots.figure_json(plots.pareto_figure(rec, cost_axis, latency_axis)),
+        "memory": plots.figure_json(plots.memory_figure(rec.plans)),
+        "throughput": plots.figure_json(plots.throughput_figure(scaling, order)),
+    }
+    return RecommendPlots(
+        recommendation=rec,
+        search=bound,
+        scaling=scaling,
+        cost_axis=cost_axis,
+        latency_axis=latency_axis,
+        figures=figures,
+    )
+
+
+@router.post("/plots/fit", summary="gpuplan fit --plot: the memory chart as plotly JSON")
+async def fit_plot(body: FitRequest, catalog: CatalogDep) -> dict[str, Any]:
+    result = await fit(body, catalog)
+    return {"fit": result.model_dump(mode="json"), "figure": plots.figure_json(plots.fit_figure(result))}
+
+
+@router.get("/plots/gpus", summary="the GPU comparison chart and each GPU's on-demand price")
+def gpus_plot(catalog: CatalogDep) -> dict[str, Any]:
+    offers = service.offers(catalog, None)
+    return {
+        "figure": plots.figure_json(plots.gpu_comparison_figure(offers)),
+        "offers": [
+            {"gpu": o.gpu.id, "usd_per_gpu_hour": o.usd_per_gpu_hour, "price_source": o.price_source}
+            for o in offers
+        ],
+    }

@@ -1,0 +1,82 @@
+"""Request and response bodies of the web API that the CLI has no model for.
+
+Requests reuse the CLI's models: a recommend or predict body is a scenario document
+(:class:`ScenarioFile`, as in a scenario YAML) with an optional pasted ``config_json``; a fit body
+has the fields of ``gpuplan fit``'s flags. Responses are the CLI's ``--format json`` models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.plots import CostAxis, LatencyAxis, ScalingPoint
+from gpuplan.recommend import Recommendation
+from gpuplan.scenario import ScenarioFile
+
+CONFIG_JSON_DESCRIPTION = (
+    "a Hugging Face config.json pasted as an object; when given it defines the model and "
+    "`model` only names it"
+)
+
+
+class WebScenario(ScenarioFile):
+    """A scenario document (docs/scenarios.md) as JSON, optionally with the model's config.json."""
+
+    config_json: dict[str, Any] | None = Field(default=None, description=CONFIG_JSON_DESCRIPTION)
+
+
+class FitRequest(BaseModel):
+    """The flags of ``gpuplan fit``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(description="bundled model id or alias (see /api/models)")
+    gpu: str = Field(description="GPU id (see /api/gpus)")
+    count: int = Field(default=1, description="GPUs in the replica")
+    tp: int | None = Field(default=None, description="tensor parallel (default: count / pp)")
+    pp: int = 1
+    dtype: str = Field(default="bf16", description="weight dtype")
+    kv_dtype: str | None = Field(default=None, description="KV-cache dtype (default: follows weights)")
+    engine: str = "vllm"
+    context: int | None = Field(default=None, description="tokens per request (max_model_len)")
+    utilization: float | None = Field(default=None, description="gpu_memory_utilization")
+    config_json: dict[str, Any] | None = Field(default=None, description=CONFIG_JSON_DESCRIPTION)
+
+
+class SearchBound(BaseModel):
+    """The limits the web API puts on one recommend search (also in the X-Gpuplan-Search-Bound header)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_gpus_requested: int
+    max_gpus_searched: int = Field(description="min(requested, max_gpus_limit)")
+    max_gpus_limit: int
+    time_limit_s: float
+    clamped: bool
+
+
+class ApiError(BaseModel):
+    """Every 4xx/5xx body: the CLI's one-line message, and the input it is about when known."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    error: str = Field(description="the message the CLI prints after 'error: '")
+    field: str | None = Field(
+        default=None, description="dotted path of the input at fault (workload.input_tokens), or the id kind"
+    )
+    exit_code: int | None = Field(default=None, description="the CLI's exit code for the same input")
+
+
+class RecommendPlots(BaseModel):
+    """What the page shows: the recommendation, the bound the search ran under, and the figures."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recommendation: Recommendation
+    search: SearchBound
+    scaling: list[ScalingPoint]
+    cost_axis: CostAxis
+    latency_axis: LatencyAxis
+    figures: dict[str, dict[str, Any]] = Field(description="plotly figure JSON: pareto, memory, throughput")

@@ -1,0 +1,257 @@
+"""The JSON API: each endpoint answers like the CLI's --format json, errors carry the CLI's one line,
+and nothing a request can send produces a 500."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient
+
+from gpuplan.web import create_app
+from gpuplan.web.api import BOUND_HEADER, WEB_MAX_GPUS
+from gpuplan.web.app import MAX_BODY_BYTES
+
+Invoke = Callable[..., Any]
+
+RECOMMEND = {
+    "model": "meta-llama/Llama-3.1-8B",
+    "workload": {"input_tokens": 2048, "output_tokens": 300, "rate_rps": 20},
+    "sla": {"ttft_ms": 1000, "tpot_ms": 50},
+    "hardware": {"gpus": ["L4", "A10G", "L40S", "H100-SXM"]},
+}
+RECOMMEND_FLAGS = (
+    "recommend",
+    "--model",
+    "meta-llama/Llama-3.1-8B",
+    "--input-tokens",
+    "2048",
+    "--output-tokens",
+    "300",
+    "--rate",
+    "20",
+    "--ttft-ms",
+    "1000",
+    "--tpot-ms",
+    "50",
+    "--gpus",
+    "L4,A10G,L40S,H100-SXM",
+)
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return TestClient(create_app(), raise_server_exceptions=False)
+
+
+def _cli_error(invoke: Invoke, *args: str) -> str:
+    run = invoke(*args)
+    assert run.exit_code != 0
+    line = run.error_line()
+    assert line.startswith("error: ")
+    return line.removeprefix("error: ")
+
+
+def _json(invoke: Invoke, *args: str) -> Any:
+    run = invoke(*args, "--format", "json")
+    assert run.exit_code == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_recommend_equals_the_cli(client: TestClient, invoke: Invoke) -> None:
+    answer = client.post("/api/recommend", json=RECOMMEND)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == _json(invoke, *RECOMMEND_FLAGS)
+    assert answer.headers[BOUND_HEADER].startswith("max_gpus=64 (asked 64")
+
+
+def test_oversized_search_is_bounded_and_says_so(client: TestClient) -> None:
+    body = {**RECOMMEND, "hardware": {"max_gpus": 4096}, "precision": {"allowed": ["fp8"] * 500}}
+    answer = client.post("/api/recommend", json=body)
+    assert answer.status_code == 200, answer.text
+    assert f"max_gpus={WEB_MAX_GPUS} (asked 4096" in answer.headers[BOUND_HEADER]
+    assert any("Web API bound" in a and "4096" in a for a in answer.json()["assumptions"])
+    assert all(p["count"] <= WEB_MAX_GPUS for p in answer.json()["plans"])
+
+
+def test_plots_endpoint_returns_answer_bound_and_figures(client: TestClient) -> None:
+    answer = client.post("/api/plots/recommend?cost_axis=usd_per_hour&latency_axis=tpot_ms", json=RECOMMEND)
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    assert data["search"] == {
+        "max_gpus_requested": 64,
+        "max_gpus_searched": 64,
+        "max_gpus_limit": WEB_MAX_GPUS,
+        "time_limit_s": 30.0,
+        "clamped": False,
+    }
+    assert set(data["figures"]) == {"pareto", "memory", "throughput"}
+    assert data["figures"]["pareto"]["data"][0]["name"] == data["recommendation"]["plans"][0]["gpu"]
+    bad = client.post("/api/plots/recommend?cost_axis=usd_per_year", json=RECOMMEND)
+    assert bad.status_code == 422 and bad.json()["error"].startswith("query.cost_axis: Input should be")
+
+
+def test_predict_and_fit_equal_the_cli(client: TestClient, invoke: Invoke, tmp_path: Any) -> None:
+    scenario = {
+        "model": "meta-llama/Llama-3.1-8B",
+        "hardware": {"gpu": "L40S", "count": 2},
+        "workload": {"input_tokens": 512, "output_tokens": 128, "concurrency": 8},
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(json.dumps(scenario), encoding="utf-8")  # JSON is YAML
+    answer = client.post("/api/predict", json=scenario)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == _json(invoke, "predict", str(path))
+    fit = client.post(
+        "/api/fit", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "L4", "dtype": "fp8", "context": 8192}
+    )
+    assert fit.status_code == 200, fit.text
+    cli = _json(
+        invoke,
+        "fit",
+        "--model",
+        "meta-llama/Llama-3.1-8B",
+        "--gpu",
+        "L4",
+        "--dtype",
+        "fp8",
+        "--context",
+        "8192",
+    )
+    assert fit.json() == cli
+    plot = client.post("/api/plots/fit", json={"model": "meta-llama/Llama-3.1-8B", "gpu": "L4"})
+    assert plot.status_code == 200 and plot.json()["figure"]["data"]
+
+
+def test_catalog_endpoints_equal_the_cli(client: TestClient, invoke: Invoke) -> None:
+    assert client.get("/api/gpus").json() == _json(invoke, "gpus")
+    assert client.get("/api/models").json() == _json(invoke, "models")
+    chart = client.get("/api/plots/gpus").json()
+    assert {o["gpu"] for o in chart["offers"]} == {g["id"] for g in client.get("/api/gpus").json()["gpus"]}
+
+
+@pytest.mark.parametrize(
+    ("flags", "body_change", "status", "field"),
+    [
+        (("--model", "no-such-model"), {"model": "no-such-model"}, 404, "model"),
+        (("--gpus", "H100-SXMM"), {"hardware": {"gpus": ["H100-SXMM"]}}, 404, "GPU"),
+        (
+            ("--input-tokens", "-5"),
+            {"workload": {"input_tokens": -5, "output_tokens": 300, "rate_rps": 20}},
+            422,
+            "workload.input_tokens",
+        ),
+        (("--dtypes", "fp9"), {"precision": {"allowed": ["fp9"]}}, 404, "dtype"),
+        (("--ttft-ms", "-1"), {"sla": {"ttft_ms": -1}}, 422, "sla.ttft_ms"),
+    ],
+)
+def test_errors_carry_the_cli_message(
+    client: TestClient,
+    invoke: Invoke,
+    flags: tuple[str, ...],
+    body_change: dict[str, Any],
+    status: int,
+    field: str,
+) -> None:
+    args = list(RECOMMEND_FLAGS)
+    for flag, value in zip(flags[::2], flags[1::2], strict=True):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    answer = client.post("/api/recommend", json={**RECOMMEND, **body_change})
+    assert answer.status_code == status, answer.text
+    assert answer.json()["error"] == _cli_error(invoke, *args)
+    assert answer.json()["field"] == field
+    assert answer.json()["exit_code"] == 1
+
+
+def test_infeasible_is_422_with_the_nearest_misses(client: TestClient, invoke: Invoke) -> None:
+    answer = client.post("/api/recommend", json={**RECOMMEND, "hardware": {"gpus": ["L4"], "max_gpus": 1}})
+    assert answer.status_code == 422
+    args = [*RECOMMEND_FLAGS[:-1], "L4", "--max-gpus", "1"]
+    assert answer.json()["error"] == _cli_error(invoke, *args) and "nearest misses" in answer.json()["error"]
+    assert answer.json()["exit_code"] == 2
+
+
+def test_model_names_are_never_paths(client: TestClient) -> None:
+    for name in ("/etc/passwd", "../config.json", "~/.ssh"):
+        answer = client.post("/api/recommend", json={**RECOMMEND, "model": name})
+        assert answer.status_code == 404 and answer.json()["error"].startswith("unknown model")
+
+
+def test_pasted_config_json_defines_the_model(client: TestClient) -> None:
+    config = {
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+        "tie_word_embeddings": True,
+    }
+    answer = client.post("/api/recommend", json={**RECOMMEND, "model": "my/llama-1b", "config_json": config})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["model"] == "my/llama-1b"
+    broken = client.post(
+        "/api/recommend", json={**RECOMMEND, "model": "x", "config_json": {"hidden_size": 1}}
+    )
+    assert broken.status_code == 400 and broken.json()["field"] == "config_json"
+    assert broken.json()["error"].startswith("config.json for x:")
+
+
+@pytest.mark.parametrize(
+    ("content", "status"),
+    [
+        (b"not json", 422),
+        (b"[1, 2]", 422),
+        (b'{"model": 5}', 422),
+        (b"[" * 150_000 + b"]" * 150_000, 413),
+        (b"[" * 50_000 + b"]" * 50_000, 400),
+        (json.dumps({**RECOMMEND, "extra": 1}).encode(), 422),
+        (
+            json.dumps(
+                {**RECOMMEND, "workload": {"input_tokens": 10**30, "output_tokens": 1, "rate_rps": 1}}
+            ).encode(),
+            422,
+        ),
+    ],
+    ids=["not-json", "array", "wrong-type", "oversized", "deeply-nested", "unknown-key", "huge-int"],
+)
+def test_malformed_bodies_are_4xx_with_a_message(client: TestClient, content: bytes, status: int) -> None:
+    answer = client.post("/api/recommend", content=content, headers={"Content-Type": "application/json"})
+    assert answer.status_code == status, answer.text
+    assert answer.json()["error"] and "\n" not in answer.json()["error"]
+
+
+def test_body_limit_without_content_length(client: TestClient) -> None:
+    def chunks() -> Any:
+        for _ in range(MAX_BODY_BYTES // 1024 + 2):
+            yield b" " * 1024
+
+    answer = client.post("/api/recommend", content=chunks(), headers={"Content-Type": "application/json"})
+    assert answer.status_code == 413
+    assert "256 KiB" in answer.json()["error"] or "262,144 bytes" in answer.json()["error"]
+
+
+def test_page_docs_and_local_plotly(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and "/static/vendor/plotly.min.js" in page.text
+    assert "cdn" not in page.text.lower()
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    js = client.get("/static/vendor/plotly.min.js")
+    assert js.status_code == 200 and len(js.content) > 1_000_000
+    assert client.get("/static/app.js").status_code == 200
+    schema = client.get("/openapi.json").json()
+    assert {"/api/recommend", "/api/predict", "/api/fit", "/api/gpus", "/api/models"} <= set(schema["paths"])
+    assert client.get("/docs").status_code == 200
+    missing = client.get("/api/nothing")
+    assert missing.status_code == 404 and missing.json()["error"] == "Not Found"
