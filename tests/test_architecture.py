@@ -19,11 +19,16 @@ MAX_MODULE_LINES = 500
 
 CORE_EXACT = {
     "gpuplan.units", "gpuplan.dtypes", "gpuplan.errors", "gpuplan.cost", "gpuplan.models.arith",
-    "gpuplan.models.spec", "gpuplan.catalog.schema", "gpuplan.perf", "gpuplan.recommend",
+    "gpuplan.models.spec", "gpuplan.catalog.schema", "gpuplan.perf", "gpuplan.recommend", "gpuplan.sim",
+    "gpuplan.fleet.spec", "gpuplan.fleet.units", "gpuplan.fleet.sizing", "gpuplan.fleet.assign",
+    "gpuplan.fleet.planner", "gpuplan.training.spec", "gpuplan.training.params", "gpuplan.training.flops",
+    "gpuplan.training.memory", "gpuplan.training.activations", "gpuplan.training.comm", "gpuplan.training.step",
+    "gpuplan.training.search", "gpuplan.training.plan",
 }
-CORE_PACKAGES = ("gpuplan.perf.", "gpuplan.recommend.")
-FORBIDDEN_IN_CORE = ("gpuplan.cli", "gpuplan.web", "gpuplan.service", "gpuplan.validation", "rich", "typer",
-                     "fastapi", "httpx", "sqlalchemy")
+CORE_PACKAGES = ("gpuplan.perf.", "gpuplan.recommend.", "gpuplan.sim.")
+FORBIDDEN_IN_CORE = ("gpuplan.cli", "gpuplan.web", "gpuplan.service", "gpuplan.validation", "gpuplan.bench",
+                     "gpuplan.results", "gpuplan.k8s", "gpuplan.plots", "rich", "typer", "fastapi", "httpx",
+                     "sqlalchemy", "kubernetes", "plotly")
 CLI_ONLY = ("rich", "typer")
 
 

@@ -1,0 +1,185 @@
+"""Adapter of the fleet planner: read the fleet YAML and an inventory, resolve ids against the
+catalog and the model registry, plan training jobs, call :func:`gpuplan.fleet.planner.plan_fleet`.
+
+This is the only fleet module that does I/O; the rest of ``gpuplan.fleet`` is pure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from gpuplan.catalog import Catalog
+from gpuplan.catalog.loader import representative_price
+from gpuplan.errors import FileFormatError, InfeasibleError, UserInputError
+from gpuplan.fleet.planner import FleetPlan, TrainingAllocation, plan_fleet
+from gpuplan.fleet.spec import FleetSpec, InventoryItem
+from gpuplan.fleet.units import MIG_SEPARATOR, PoolUnit, mig_unit, parse_mig_ref, whole_gpu_unit
+from gpuplan.k8s.labels import gpu_from_label
+from gpuplan.models import get_model
+from gpuplan.perf.calibration import Calibration, default_calibration
+from gpuplan.recommend.request import GpuOffer
+from gpuplan.scenario import describe_validation_error
+from gpuplan.service import offers
+
+
+def parse_fleet(text: str, *, origin: str) -> FleetSpec:
+    """Validate fleet YAML; FileFormatError names ``origin`` and the line or field, on one line."""
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise FileFormatError(f"{origin}{where}: {getattr(exc, 'problem', None) or 'invalid YAML'}") from None
+    if not isinstance(data, dict):
+        raise FileFormatError(
+            f"{origin}: expected a mapping with keys classes, gpus, ...", hint="see docs/deploy.md"
+        )
+    try:
+        return FleetSpec.model_validate(data)
+    except ValidationError as exc:
+        raise FileFormatError(
+            f"{origin}: {describe_validation_error(exc)}", hint="see docs/deploy.md"
+        ) from None
+
+
+def load_fleet(path: Path) -> FleetSpec:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"cannot read fleet file {path}: {exc}", hint="check the path") from None
+    return parse_fleet(text, origin=str(path))
+
+
+def _offer(spec: FleetSpec, catalog: Catalog, gpu_id: str) -> GpuOffer:
+    """The catalog offer of one GPU; with ``price_provider``, that provider's representative quote."""
+    offer = offers(catalog, [gpu_id], price_kind=spec.price_kind)[0]
+    if spec.price_provider is None:
+        return offer
+    provider = spec.price_provider.casefold()
+    rows = [p for p in catalog.prices_for(gpu_id, spec.price_kind) if p.provider.casefold() == provider]
+    price = representative_price(rows)
+    if price is None:
+        raise UserInputError(
+            f"no {spec.price_kind} price from {spec.price_provider} for {gpu_id} in the catalog",
+            hint="drop price_provider, or add a price with --catalog",
+        )
+    return offer.model_copy(
+        update={
+            "usd_per_gpu_hour": price.usd,
+            "price_source": f"{price.provider} {price.as_of} {price.source_url}",
+        }
+    )
+
+
+def pool_units(spec: FleetSpec, catalog: Catalog) -> list[PoolUnit]:
+    """Whole-GPU units of ``spec.gpus`` and the MIG slices of ``spec.mig_profiles``."""
+    ids = dict.fromkeys(gpu_from_label(catalog, g)[0].id for g in spec.gpus)
+    units = [whole_gpu_unit(_offer(spec, catalog, gid)) for gid in ids]
+    for ref in spec.mig_profiles:
+        gpu_name, profile = parse_mig_ref(ref)
+        gpu = gpu_from_label(catalog, gpu_name)[0]
+        units.append(mig_unit(_offer(spec, catalog, gpu.id), profile))
+    return units
+
+
+def owned_units(items: list[InventoryItem], catalog: Catalog) -> dict[str, int]:
+    """Unit id -> owned count; product labels and MIG profiles are checked against the catalog."""
+    owned: dict[str, int] = {}
+    for item in items:
+        gpu, label_profile = gpu_from_label(catalog, item.gpu)
+        profile = item.mig_profile or label_profile
+        if profile is not None and profile not in {p.name for p in gpu.mig_profiles}:
+            offered = ", ".join(p.name for p in gpu.mig_profiles) or "none"
+            raise UserInputError(
+                f"inventory: MIG profile {profile!r} is not offered by {gpu.id} (offers: {offered})"
+            )
+        unit = f"{gpu.id}{MIG_SEPARATOR}{profile}" if profile else gpu.id
+        owned[unit] = owned.get(unit, 0) + item.count
+    return owned
+
+
+def inventory_items(path: Path) -> list[InventoryItem]:
+    """Free GPUs of a ``gpuplan k8s inventory --format json`` file as inventory items."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        rows = doc["totals"]
+        return [
+            InventoryItem(
+                gpu=r["product"], mig_profile=r.get("mig_profile"), count=max(int(r["available"]), 0)
+            )
+            for r in rows
+        ]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"cannot read inventory {path}: {exc}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FileFormatError(
+            f"{path}: not a 'gpuplan k8s inventory --format json' document ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def training_allocations(spec: FleetSpec, catalog: Catalog) -> list[TrainingAllocation]:
+    """Cheapest plan meeting each training job's deadline, on the fleet's whole-GPU types."""
+    from gpuplan.training.service import TrainPlanRequest, plan_training
+
+    gpus = tuple(dict.fromkeys(gpu_from_label(catalog, g)[0].id for g in spec.gpus))
+    out = []
+    for job in spec.training:
+        req = TrainPlanRequest(
+            model=job.model,
+            method=job.method,
+            tokens=job.tokens,
+            seq_len=job.seq_len,
+            global_batch=job.global_batch,
+            gpus=gpus,
+            max_gpus=spec.max_gpus_per_pool,
+            deadline_hours=job.deadline_hours,
+            objective="cost",
+        )
+        try:
+            best = plan_training(req, catalog).plans[0]
+        except InfeasibleError as exc:
+            raise InfeasibleError(f"fleet infeasible: training job {job.name!r}: {exc.message}") from None
+        per_run = best.cost.usd_by_price_kind.get(spec.price_kind) or best.cost.usd_by_price_kind.get(
+            "on_demand"
+        )
+        if per_run is None:
+            raise InfeasibleError(
+                f"fleet infeasible: training job {job.name!r}: no {spec.price_kind} price for {best.gpu}"
+            )
+        out.append(
+            TrainingAllocation(
+                name=job.name,
+                model=job.model,
+                gpu=best.gpu,
+                gpus=best.gpus,
+                layout=best.layout,
+                wall_hours=best.cost.wall_hours,
+                usd_per_run=per_run,
+                runs_per_month=job.runs_per_month,
+                usd_per_month=per_run * job.runs_per_month,
+            )
+        )
+    return out
+
+
+def plan_from_spec(
+    spec: FleetSpec, catalog: Catalog, *, inventory: Path | None = None, cal: Calibration | None = None
+) -> FleetPlan:
+    """Resolve everything, then plan; errors are one-line gpuplan errors."""
+    units = pool_units(spec, catalog)
+    items = list(spec.inventory) + (inventory_items(inventory) if inventory else [])
+    owned = owned_units(items, catalog)
+    models = {c.model: get_model(c.model) for c in spec.classes}
+    return plan_fleet(
+        spec,
+        models,
+        units,
+        cal=cal or default_calibration(),
+        owned_units=owned,
+        training=training_allocations(spec, catalog),
+    )
