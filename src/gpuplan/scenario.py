@@ -8,7 +8,7 @@ field path (schema), and the rule, on one line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -78,8 +78,13 @@ class ScenarioFile(_Frozen):
     objective: Literal["cost", "latency", "throughput"] = "cost"
 
 
-def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
-    """Validate scenario YAML text; FileFormatError names ``origin``, the line or the field."""
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def parse_yaml_document(text: str, model: type[ModelT], *, origin: str, keys: str, doc: str) -> ModelT:
+    """One YAML document → one validated ``model``. FileFormatError names ``origin`` and the YAML
+    line (syntax) or the field path and rule (schema), on one line; ``keys`` and ``doc`` go into the
+    hints ("expected a mapping with keys {keys}", "see {doc}")."""
     try:
         data: Any = yaml.safe_load(text)
     except RecursionError:
@@ -91,17 +96,21 @@ def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
         raise FileFormatError(f"{origin}{where}: {problem}", hint="fix the YAML syntax") from None
     if not isinstance(data, dict):
         raise FileFormatError(
-            f"{origin}: expected a mapping with keys model, workload, ...; got {type(data).__name__}",
-            hint="see docs/scenarios.md",
+            f"{origin}: expected a mapping with keys {keys}; got {type(data).__name__}", hint=f"see {doc}"
         )
     try:
-        return ScenarioFile.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
-        raise FileFormatError(
-            f"{origin}: {describe_validation_error(exc)}", hint="see docs/scenarios.md"
-        ) from None
+        raise FileFormatError(f"{origin}: {describe_validation_error(exc)}", hint=f"see {doc}") from None
     except RecursionError:
         raise FileFormatError(f"{origin}: document nested too deeply") from None
+
+
+def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
+    """Validate scenario YAML text; FileFormatError names ``origin``, the line or the field."""
+    return parse_yaml_document(
+        text, ScenarioFile, origin=origin, keys="model, workload, ...", doc="docs/scenarios.md"
+    )
 
 
 def load_scenario(path: Path) -> ScenarioFile:

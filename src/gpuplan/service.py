@@ -4,30 +4,23 @@ build one validated request, make one core call. No rendering here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.cost import usd_per_million_tokens
 from gpuplan.dtypes import get_dtype
-from gpuplan.errors import FileFormatError, UserInputError
+from gpuplan.errors import UserInputError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.calibration import Calibration, default_calibration, prior_calibration
+from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
 from gpuplan.perf.layout import Layout, check_layout
 from gpuplan.perf.memory import InferenceMemory, inference_memory
 from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
 from gpuplan.scenario import ScenarioFile, describe_validation_error
-from gpuplan.validation import ValidationReport, validate_file
-from gpuplan.validation.cases import read_cases
-
-if TYPE_CHECKING:
-    from gpuplan.validation.crossval import CrossValidation, GroupBy
 
 
 def offers(
@@ -230,44 +223,3 @@ def _drop_none(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _drop_none(v) for k, v in value.items() if v is not None}
     return value
-
-
-def validate(path: Path, catalog: Catalog, cal: Calibration, *, grades: Sequence[str]) -> ValidationReport:
-    """``gpuplan validate``."""
-    return validate_file(path, catalog=catalog, cal=cal, grades=grades)
-
-
-def refit(
-    path: Path, catalog: Catalog, prior: Calibration, *, grades: Sequence[str], out: Path
-) -> Calibration:
-    """Fit the calibration factors on a CSV's rows and write them (YAML) to ``out``."""
-    from gpuplan.validation.fit import fit_calibration  # imported here: scipy costs ~0.3 s at start-up
-
-    _, cases = read_cases(path)
-    chosen = [c for c in cases if c.quality in set(grades)]
-    cal, _ = fit_calibration(
-        chosen,
-        catalog,
-        prior_calibration(),
-        data=f"{path.name} grades {','.join(grades)}",
-        command=f"gpuplan validate {path.name} --grades {','.join(grades)} --fit-out {out.name}",
-    )
-    try:
-        out.write_text(yaml.safe_dump(cal.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
-    except OSError as exc:
-        raise FileFormatError(f"cannot write {out}: {exc.strerror}") from None
-    return cal
-
-
-def cross_validate(path: Path, catalog: Catalog, *, grades: Sequence[str], by: str) -> CrossValidation:
-    """Leave-one-GPU (or model) -out error of the inference calibration on a validation CSV."""
-    from gpuplan.validation.crossval import cross_validate as run  # scipy is loaded only when needed
-
-    groupings: dict[str, GroupBy] = {"gpu": "gpu", "model": "model"}
-    if by not in groupings:
-        raise UserInputError(f"--cross-validate {by!r} is not one of gpu, model")
-    schema, cases = read_cases(path)
-    if schema != "inference":
-        raise UserInputError(f"--cross-validate needs inference.csv rows; {path} holds {schema} rows")
-    chosen = [c for c in cases if c.quality in set(grades)]
-    return run(chosen, catalog, prior_calibration(), by=groupings[by])

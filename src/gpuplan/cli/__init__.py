@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuplan.cli import cmd_bench as _cmd_bench  # noqa: F401  (each module registers its commands)
+from gpuplan.cli import cmd_bench_gpu as _cmd_bench_gpu  # noqa: F401
 from gpuplan.cli import cmd_deploy as _cmd_deploy  # noqa: F401
 from gpuplan.cli import cmd_simulate as _cmd_simulate  # noqa: F401
 from gpuplan.cli import cmd_train as _cmd_train  # noqa: F401

@@ -28,6 +28,9 @@ app = typer.Typer(
 
 Format = Literal["table", "json"]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table or json")]
+CalibrationOpt = Annotated[
+    Path | None, typer.Option("--calibration", help="calibration profile YAML (from gpuplan calibrate -o)")
+]
 CatalogOpt = Annotated[list[Path] | None, typer.Option("--catalog", help="extra catalog YAML (GPUs, prices)")]
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -8,8 +8,9 @@ from typing import Annotated
 import typer
 
 from gpuplan import plots, service
+from gpuplan.calibrate.profile import load_calibration
 from gpuplan.cli import views
-from gpuplan.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.cli.cmd_train import recommend_training
 from gpuplan.errors import UserInputError
 from gpuplan.models import list_models
@@ -87,11 +88,14 @@ def fit_cmd(
 @guarded
 def predict(
     scenario: Annotated[Path, typer.Argument(help="scenario YAML")],
+    calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
     """Latency, throughput and cost of one deployment on one workload."""
-    result = service.predict_from_scenario(load_scenario(scenario), catalog_from(catalog))
+    result = service.predict_from_scenario(
+        load_scenario(scenario), catalog_from(catalog), load_calibration(calibration) if calibration else None
+    )
     views.predict(result, fmt(format))
 
 
@@ -119,6 +123,7 @@ def recommend(
     tokens: Annotated[float | None, typer.Option(help="train/finetune: tokens to train on")] = None,
     global_batch: Annotated[int, typer.Option(help="train/finetune: sequences per step")] = 256,
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
+    calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
@@ -126,9 +131,19 @@ def recommend(
 
     With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
     if task in ("train", "finetune"):
-        recommend_training(task=task, method=method, model=model, seq_len=seq_len, tokens=tokens,
-                           global_batch=global_batch, gpus=gpus, max_gpus=max_gpus, objective=objective,
-                           out=fmt(format), catalog=catalog)
+        recommend_training(
+            task=task,
+            method=method,
+            model=model,
+            seq_len=seq_len,
+            tokens=tokens,
+            global_batch=global_batch,
+            gpus=gpus,
+            max_gpus=max_gpus,
+            objective=objective,
+            out=fmt(format),
+            catalog=catalog,
+        )
         return
     if task != "infer":
         raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
@@ -162,7 +177,7 @@ def recommend(
         }
         sc = service.scenario_from_mapping(doc)
     cat = catalog_from(catalog)
-    rec = service.recommend_from_scenario(sc, cat)
+    rec = service.recommend_from_scenario(sc, cat, load_calibration(calibration) if calibration else None)
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, sc, cat, rec)
@@ -183,14 +198,16 @@ def validate(
     format: FormatOpt = "table",
 ) -> None:
     """Predict published measurements and report the error by metric and quality grade."""
+    from gpuplan.validation import service as validation  # loads the simulator and scipy: only here
+
     chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
     cat = catalog_from(catalog)
     cal = default_calibration()
     if cross_validate is not None:
         views.cross_validation(
-            service.cross_validate(cases, cat, grades=chosen, by=cross_validate), fmt(format)
+            validation.cross_validate(cases, cat, grades=chosen, by=cross_validate), fmt(format)
         )
         return
     if fit_out is not None:
-        cal = service.refit(cases, cat, cal, grades=chosen, out=fit_out)
-    views.validation(service.validate(cases, cat, cal, grades=chosen), fmt(format))
+        cal = validation.refit(cases, cat, cal, grades=chosen, out=fit_out)
+    views.validation(validation.validate(cases, cat, cal, grades=chosen), fmt(format))

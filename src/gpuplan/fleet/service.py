@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import yaml
-from pydantic import ValidationError
 
 from gpuplan.catalog import Catalog
 from gpuplan.catalog.loader import representative_price
@@ -23,28 +19,15 @@ from gpuplan.k8s.labels import gpu_from_label
 from gpuplan.models import get_model
 from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.recommend.request import GpuOffer
-from gpuplan.scenario import describe_validation_error
+from gpuplan.scenario import parse_yaml_document
 from gpuplan.service import offers
 
 
 def parse_fleet(text: str, *, origin: str) -> FleetSpec:
     """Validate fleet YAML; FileFormatError names ``origin`` and the line or field, on one line."""
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise FileFormatError(f"{origin}{where}: {getattr(exc, 'problem', None) or 'invalid YAML'}") from None
-    if not isinstance(data, dict):
-        raise FileFormatError(
-            f"{origin}: expected a mapping with keys classes, gpus, ...", hint="see docs/deploy.md"
-        )
-    try:
-        return FleetSpec.model_validate(data)
-    except ValidationError as exc:
-        raise FileFormatError(
-            f"{origin}: {describe_validation_error(exc)}", hint="see docs/deploy.md"
-        ) from None
+    return parse_yaml_document(
+        text, FleetSpec, origin=origin, keys="classes, gpus, ...", doc="docs/deploy.md"
+    )
 
 
 def load_fleet(path: Path) -> FleetSpec:

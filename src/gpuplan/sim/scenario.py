@@ -7,13 +7,11 @@ field path, as ``gpuplan.scenario.parse_scenario`` does.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from gpuplan.errors import FileFormatError
-from gpuplan.scenario import HardwareSection, ParallelismSection, PrecisionSection, describe_validation_error
+from gpuplan.scenario import HardwareSection, ParallelismSection, PrecisionSection, parse_yaml_document
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.workload import WorkloadSpec
 
@@ -47,23 +45,6 @@ class SimulateScenario(BaseModel):
 
 def parse_simulate_scenario(text: str, *, origin: str) -> SimulateScenario:
     """Validate simulate-scenario YAML; FileFormatError names ``origin`` and the line or field."""
-    try:
-        data: Any = yaml.safe_load(text)
-    except RecursionError:
-        raise FileFormatError(f"{origin}: document nested too deeply") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise FileFormatError(f"{origin}{where}: {problem}", hint="fix the YAML syntax") from None
-    if not isinstance(data, dict):
-        raise FileFormatError(
-            f"{origin}: expected a mapping with keys model, hardware, workload, ...; got {type(data).__name__}",
-            hint="see docs/simulator.md",
-        )
-    try:
-        return SimulateScenario.model_validate(data)
-    except ValidationError as exc:
-        raise FileFormatError(
-            f"{origin}: {describe_validation_error(exc)}", hint="see docs/simulator.md"
-        ) from None
+    return parse_yaml_document(
+        text, SimulateScenario, origin=origin, keys="model, hardware, workload, ...", doc="docs/simulator.md"
+    )

@@ -1,0 +1,68 @@
+"""What the model predicts for one result row under a calibration (None: it cannot say).
+
+* gemm (16-bit or fp8/int8/fp4): ``dense peak · compute_efficiency[family] (· low_precision_scale)``;
+  fp32/tf32 GEMMs inform no factor and are left out;
+* bandwidth (device copy): ``memory bandwidth · bandwidth_efficiency[family]``;
+* allreduce (bus bandwidth): ``one-direction link bandwidth · link_efficiency``;
+* train (model TFLOP/s): ``dense peak of the dtype · mfu[family:dtype]``;
+* serve: the validation predict path (``validation/predict.py``), as for published rows.
+"""
+
+from __future__ import annotations
+
+from gpuplan.calibrate.rows import ResultRow
+from gpuplan.catalog import Catalog
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.errors import GpuplanError
+from gpuplan.perf.calibration import Calibration
+from gpuplan.perf.roofline import tp_link
+from gpuplan.training.calibration import TrainingCalibration
+from gpuplan.validation.cases import Case
+from gpuplan.validation.predict import predict_case
+
+LOW_PRECISION = ("fp8", "int8", "fp4")
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def gpu_of(row: ResultRow, catalog: Catalog) -> GpuSpec | None:
+    try:
+        return catalog.get_gpu(row.gpu)
+    except GpuplanError:
+        return None
+
+
+def peak_tflops(gpu: GpuSpec, dtype: str) -> float | None:
+    value = gpu.tflops(dtype)
+    return value if value else None
+
+
+def as_case(row: ResultRow) -> Case:
+    fields = dict(row.fields) | {"id": row.id, "gpu": row.gpu, "metric": row.metric, "value": str(row.value)}
+    return Case(schema_name="inference", id=row.id, metric=row.metric, value=row.value, quality="A", fields=fields)
+
+
+def _micro(row: ResultRow, gpu: GpuSpec, cal: Calibration) -> float | None:
+    dtype = row.fields.get("dtype", "")
+    if row.kind == "gemm":
+        peak = peak_tflops(gpu, dtype)
+        if peak is None or dtype not in SIXTEEN_BIT + LOW_PRECISION:
+            return None
+        scale = cal.low_precision_compute_scale if dtype in LOW_PRECISION else 1.0
+        return peak * cal.compute(gpu.family) * scale
+    if row.kind == "bandwidth":
+        return gpu.memory_bandwidth_bytes_per_s / 1e9 * cal.bandwidth(gpu.family)
+    ranks = int(row.fields.get("ranks") or 2)
+    return tp_link(gpu, ranks)[1] / 1e9 * cal.link_efficiency
+
+
+def predict_row(row: ResultRow, catalog: Catalog, cal: Calibration, training: TrainingCalibration) -> float | None:
+    gpu = gpu_of(row, catalog)
+    if gpu is None:
+        return None
+    if row.kind == "serve":
+        return predict_case(as_case(row), catalog, cal).predicted
+    if row.kind == "train":
+        dtype = row.fields.get("dtype", "bf16")
+        peak = peak_tflops(gpu, dtype)
+        return peak * training.mfu_for(gpu.family, dtype) if peak else None
+    return _micro(row, gpu, cal)
