@@ -14,7 +14,7 @@ demo: $(BIN)/gpuplan
 	$(BIN)/gpuplan recommend --example
 
 lint: $(BIN)/gpuplan
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 
 test: lint
