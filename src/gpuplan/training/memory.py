@@ -126,6 +126,8 @@ def _adapter_states(model: ModelSpec, job: TrainingJob, layout: TrainingLayout) 
     base = SIXTEEN_BIT_BYTES * local
     if job.method == "qlora":
         base = NF4_DOUBLE_QUANT_BYTES * (local - embeddings) + SIXTEEN_BIT_BYTES * embeddings
+    if layout.zero_stage >= 3 and layout.dp * layout.cp > 1:
+        base /= layout.dp * layout.cp  # ZeRO-3 / FSDP shards frozen parameters too (DeepSpeed stage 3)
     adapters = lora_params(model, rank=job.lora_rank, targets=job.lora_targets) / (layout.tp * layout.pp)
     optimizer = ADAPTER_OPTIMIZER_BYTES[job.optimizer] * adapters
     return base + FP32_BYTES * adapters, FP32_BYTES * adapters, optimizer
@@ -153,8 +155,10 @@ def _fsdp_extra_bytes(model: ModelSpec, job: TrainingJob, layout: TrainingLayout
     ``reshard_after_forward=False`` under PP and FSDP2 accumulates unsharded gradients in the fp32
     reduce dtype across micro-batches: https://github.com/pytorch/torchtitan/blob/main/torchtitan/
     models/llama3/infra/parallelize.py, torch/distributed/fsdp/_fully_shard/_fsdp_param.py)."""
-    if layout.zero_stage < 3 or job.is_adapter or layout.dp * layout.cp <= 1:
+    if layout.zero_stage < 3 or layout.dp * layout.cp <= 1:
         return 0.0
+    if job.is_adapter:  # gathered frozen layers only: no gradient buffers for them
+        return FSDP_PREFETCH_LAYERS * param_split(model).per_layer_dense / layout.tp * SIXTEEN_BIT_BYTES
     if layout.pp > 1:
         dense, routed = shard_params(model, tp=layout.tp, pp=layout.pp, ep=layout.ep)
         return (dense + routed) * (SIXTEEN_BIT_BYTES + FP32_BYTES)

@@ -76,7 +76,8 @@ def search_layouts(
     usable = usable_memory_bytes(gpu)
     fits: list[Candidate] = []
     rejected: list[tuple[str, str]] = []
-    for stage in zero_stages if num_gpus > 1 and not job.is_adapter else (0,):
+    stages = (0,) if num_gpus == 1 else ((0, 3) if job.is_adapter else zero_stages)
+    for stage in stages:
         for layout in _layouts(model, job, num_gpus, stage):
             try:
                 check_layout(model, job, layout)

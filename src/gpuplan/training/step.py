@@ -112,7 +112,12 @@ def _dp_comm_s(ctx: _Ctx) -> float:
     link = comm.group_link(ctx.gpu, lay.tp * lay.cp * lay.dp, ctx.cal)
     if ctx.job.is_adapter:
         trainable = lora_params(ctx.model, rank=ctx.job.lora_rank, targets=ctx.job.lora_targets)
-        return comm.allreduce_s(SIXTEEN_BIT_BYTES * trainable / (lay.tp * lay.pp), n, link)
+        grads_s = comm.allreduce_s(SIXTEEN_BIT_BYTES * trainable / (lay.tp * lay.pp), n, link)
+        if lay.zero_stage < 3:
+            return grads_s
+        # ZeRO-3 gathers the sharded frozen base before forward and again before backward.
+        base = SIXTEEN_BIT_BYTES * sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
+        return grads_s + ctx.micro_batches * 2 * comm.allgather_s(base, n, link)
     message = SIXTEEN_BIT_BYTES * sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
     if lay.zero_stage >= 3:
         return ctx.micro_batches * 3 * comm.allgather_s(message, n, link)
