@@ -24,6 +24,8 @@ from gpuplan.models.spec import ModelSpec
 from gpuplan.recommend import GpuOffer, Plan, Recommendation
 from gpuplan.scenario import ScenarioFile
 from gpuplan.service import FitResult
+from gpuplan.sim.metrics import per_request_s
+from gpuplan.sim.simulator import SimResult
 from gpuplan.units import GB, GIB, TB
 
 CostAxis = Literal["usd_per_month", "usd_per_million_output_tokens", "usd_per_hour"]
@@ -319,6 +321,30 @@ def recommendation_figure(
     return go.Figure(fig)
 
 
+def simulation_figure(result: SimResult) -> Any:
+    """``simulate --plot``: batch size and KV use per replica over simulated time, and E2E by arrival."""
+    go, make_subplots = plotly_modules()
+    fig = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=("decoding sequences per step", "KV cache use", "request E2E (s) by arrival"),
+    )
+    for index, tl in enumerate(result.timelines):
+        fig.add_trace(
+            go.Scattergl(x=tl.t_s, y=tl.decode, mode="lines", name=f"replica {index} batch"), row=1, col=1
+        )
+        fig.add_trace(
+            go.Scattergl(x=tl.t_s, y=tl.kv_fraction, mode="lines", name=f"replica {index} KV"), row=2, col=1
+        )
+    e2e = per_request_s(result)["e2e"]
+    fig.add_trace(
+        go.Scattergl(x=result.arrival_s, y=e2e, mode="markers", name="E2E", marker={"size": 3}), row=3, col=1
+    )
+    fig.update_xaxes(title_text="simulated time (s)", row=3, col=1)
+    return fig
+
+
 def figure_json(fig: Any) -> dict[str, Any]:
     """The figure as plain JSON (data + layout) for ``Plotly.newPlot`` in the browser."""
     data: dict[str, Any] = json.loads(fig.to_json())
@@ -363,3 +389,8 @@ def write_recommendation_plot(
 def write_fit_plot(path: Path, result: FitResult) -> None:
     """``fit --plot``: the memory breakdown chart."""
     write_figure(fit_figure(result), path)
+
+
+def write_simulation_plot(path: Path, result: SimResult) -> None:
+    """``simulate --plot``: the timeline chart."""
+    write_figure(simulation_figure(result), path)

@@ -135,3 +135,29 @@ def test_sigkill_loses_no_completed_request_and_resume_completes(mock: str, tmp_
     assert sorted(r.index for r in rows) == list(range(200))
     assert s.requests_completed == 200 and s.run_id == run.run_id
     assert store.run(run.run_id).status == "completed"
+
+
+def test_sharded_workers_hold_the_schedule_and_store_every_record(mock: str, tmp_path: Path) -> None:
+    s = _run(mock, tmp_path, rate_rps=50.0, arrival="constant", duration_s=1.0, output_tokens=4, input_tokens=8,
+             workers=2)
+    assert s.requests_completed == 50 and not s.errors
+    assert abs(s.achieved_rate - 50.0) <= 1.0
+    assert s.client.cpu_ms_per_request is not None and s.client.cpu_ms_per_request > 0
+    assert sorted(r.index for r in Store(f"sqlite:///{tmp_path / 'r.sqlite'}").records(s.run_id)) == list(range(50))
+
+
+def test_trace_replay_with_prompt_file_and_metrics_scrape(mock: str, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,input_tokens,output_tokens\n" + "".join(f"{i * 0.05},{8 + i},{2 + i % 3}\n"
+                                                                       for i in range(10)), encoding="utf-8")
+    s = _run(mock, tmp_path, trace_path=str(trace), duration_s=0.6, metrics_url=mock + "/metrics")
+    assert s.mode == "trace" and s.requests_completed == 10 and not s.errors
+    assert s.output_tokens_mean == pytest.approx(sum(2 + i % 3 for i in range(10)) / 10)
+    assert s.input_tokens_mean == pytest.approx(sum(8 + i for i in range(10)) / 10)
+    assert s.server_metrics is not None
+    delta = s.server_metrics["delta"]
+    assert delta['vllm:request_success_total{model_name="mock"}'] >= 10
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "one two three", "max_tokens": 2}\n', encoding="utf-8")
+    s2 = _run(mock, tmp_path, api="chat", rate_rps=20.0, duration_s=0.5, prompts_path=str(prompts))
+    assert s2.requests_completed == 10 and s2.input_tokens_mean == 3 and s2.output_tokens_mean == 2

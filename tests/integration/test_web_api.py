@@ -255,3 +255,50 @@ def test_page_docs_and_local_plotly(client: TestClient) -> None:
     assert client.get("/docs").status_code == 200
     missing = client.get("/api/nothing")
     assert missing.status_code == 404 and missing.json()["error"] == "Not Found"
+
+
+SIMULATE = {
+    "model": "meta-llama/Llama-3.1-8B",
+    "hardware": {"gpu": "H100-SXM", "count": 1},
+    "workload": {
+        "arrival": {"kind": "poisson", "rate_rps": 4},
+        "input_tokens": {"kind": "fixed", "value": 512},
+        "output_tokens": {"kind": "fixed", "value": 128},
+        "num_requests": 300,
+        "seed": 7,
+    },
+}
+
+
+def test_simulate_matches_the_cli(client: TestClient, invoke: Invoke, tmp_path: Any) -> None:
+    answer = client.post("/api/simulate", json=SIMULATE)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    path = tmp_path / "sim.yaml"
+    path.write_text(json.dumps(SIMULATE), encoding="utf-8")  # JSON is YAML
+    run = invoke("simulate", str(path), "--format", "json")
+    assert run.exit_code == 0, run.output
+    cli = json.loads(run.stdout)
+    assert body["summary"] == cli["summary"]  # seeded: identical runs
+    assert body["summary"]["completed"] == 300
+    assert body["capacity"] is None
+
+
+def test_simulate_refuses_trace_files_and_oversized_runs(client: TestClient) -> None:
+    trace = {
+        **SIMULATE,
+        "workload": {**SIMULATE["workload"], "arrival": {"kind": "trace"}, "trace": "/etc/passwd"},
+    }
+    answer = client.post("/api/simulate", json=trace)
+    assert answer.status_code in (400, 422)
+    assert "trace files are not accepted" in answer.text
+    big = {**SIMULATE, "workload": {**SIMULATE["workload"], "num_requests": 1_000_000}}
+    answer = client.post("/api/simulate", json=big)
+    assert answer.status_code == 422
+    assert "num_requests" in answer.text
+
+
+def test_simulate_never_reads_a_model_path(client: TestClient) -> None:
+    answer = client.post("/api/simulate", json={**SIMULATE, "model": "/etc/passwd"})
+    assert answer.status_code == 404
+    assert "unknown model" in answer.text

@@ -29,7 +29,11 @@ def estimate_tokens(text: str) -> int:
     return len(text.split())
 
 
+_BY_BYTE: tuple[str, ...] = tuple(WORDS[i % len(WORDS)] for i in range(256))
+"""Word of each byte value (the first 116 words twice as likely: harmless for load, and ~10× faster than
+``random.choices``, which matters at 1,000 prompts/s)."""
+
+
 def synthetic_prompt(tokens: int, seed: int) -> str:
     """A prompt of ``tokens`` words, different for every ``seed`` (defeats prefix caching)."""
-    rng = random.Random(seed)
-    return " ".join(rng.choices(WORDS, k=tokens))
+    return " ".join(map(_BY_BYTE.__getitem__, random.Random(seed).randbytes(tokens)))

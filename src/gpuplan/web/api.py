@@ -22,9 +22,13 @@ from gpuplan.models.registry import HUB_HINT, list_models
 from gpuplan.models.spec import ModelSpec
 from gpuplan.recommend import Recommendation
 from gpuplan.service import FitResult, PredictResult
+from gpuplan.sim.scenario import SimulateScenario
+from gpuplan.simulation import simulate_scenario
 from gpuplan.web.errors import FieldError
-from gpuplan.web.schemas import FitRequest, RecommendPlots, SearchBound, WebScenario
+from gpuplan.web.schemas import FitRequest, RecommendPlots, SearchBound, SimulateResponse, WebScenario
 
+WEB_MAX_SIM_REQUESTS = 20_000
+"""Most simulated requests one web request may ask for (a few seconds of CPU)."""
 WEB_MAX_GPUS = 256
 """Most GPUs in one plan that a web recommend searches (the CLI allows 4096)."""
 TIME_LIMIT_S = 30.0
@@ -161,6 +165,20 @@ async def fit(body: FitRequest, catalog: CatalogDep) -> FitResult:
             spec=spec,
         )
     )
+
+
+@router.post("/simulate", response_model=SimulateResponse, summary="gpuplan simulate --format json")
+async def simulate(body: SimulateScenario, catalog: CatalogDep) -> SimulateResponse:
+    """Simulate a scenario document (no trace files; at most WEB_MAX_SIM_REQUESTS requests)."""
+    model_spec(body.model, None)  # bundled ids only: the web never reads a path
+    if body.workload.num_requests > WEB_MAX_SIM_REQUESTS:
+        raise HTTPException(
+            422,
+            f"workload.num_requests {body.workload.num_requests} is over the web API's limit of "
+            f"{WEB_MAX_SIM_REQUESTS}; use gpuplan simulate for longer runs",
+        )
+    outcome = await bounded_call(lambda: simulate_scenario(body, catalog, base_dir=None))
+    return SimulateResponse(summary=outcome.summary, capacity=outcome.capacity)
 
 
 @router.post("/plots/recommend", response_model=RecommendPlots, summary="recommend with the page's charts")

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpuplan.plots import CostAxis, LatencyAxis, ScalingPoint
 from gpuplan.recommend import Recommendation
 from gpuplan.scenario import ScenarioFile
+from gpuplan.sim.capacity import CapacityResult
+from gpuplan.sim.metrics import SimSummary
 
 CONFIG_JSON_DESCRIPTION = (
     "a Hugging Face config.json pasted as an object; when given it defines the model and "
@@ -80,3 +82,12 @@ class RecommendPlots(BaseModel):
     cost_axis: CostAxis
     latency_axis: LatencyAxis
     figures: dict[str, dict[str, Any]] = Field(description="plotly figure JSON: pareto, memory, throughput")
+
+
+class SimulateResponse(BaseModel):
+    """``gpuplan simulate --format json``: the summary, and the capacity when the scenario asked for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    summary: SimSummary
+    capacity: CapacityResult | None

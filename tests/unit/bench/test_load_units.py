@@ -35,6 +35,8 @@ def test_constant_schedule_is_evenly_spaced_and_seeded_poisson_repeats() -> None
 def test_config_needs_exactly_one_load_profile() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         _config(concurrency=4)
+    with pytest.raises(ValueError, match="exactly one"):
+        _config(trace_path="t.csv")
     with pytest.raises(ValueError, match="http"):
         _config(url="localhost:8000")
 
@@ -46,16 +48,20 @@ def test_synthetic_prompt_has_the_asked_token_count_and_differs_per_seed() -> No
 
 def test_sse_events_count_tokens_usage_and_done() -> None:
     state = client._Stream()
-    client._event(state, b'data: {"choices":[{"text":" a"}]}', 1.0)
-    client._event(state, b'data: {"choices":[{"delta":{"content":"b"}}]}', 1.5)
-    client._event(state, b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}', 1.6)
-    client._event(state, b'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}', 1.7)
-    client._event(state, b": keep-alive comment", 1.8)
-    client._event(state, b"data: [DONE]", 1.9)
+    state.feed(b'data: {"choices":[{"text":" a"}]}\n\n', 1.0)
+    state.feed(b'data: {"choices":[{"delta":{"content":"b"}}]}\r\n\r\ndata: {"choices":[{"del', 1.5)
+    state.feed(b'ta":{"role":"assistant","content":""}}]}\n\n', 1.6)
+    state.feed(b'data: {"choices":[{"text":"","finish_reason":"length"}],\ndata: "usage":{"prompt_tokens":7,'
+               b'"completion_tokens":2}}\n\n', 1.7)
+    state.feed(b": keep-alive comment\n\nevent: x\n\n", 1.8)
+    state.feed(b"data: [DONE]", 1.9)
+    state.close(2.0)
     assert state.token_times == [1.0, 1.5]
     assert (state.prompt_tokens, state.completion_tokens, state.done) == (7, 2, True)
-    with pytest.raises(client.MalformedSSE):
-        client._event(state, b'data: {"choices": [', 2.0)
+    assert state.finish_reason == "length"
+    for bad in (b'data: {"choices": [\n\n', b"data: [1, 2]\n\n", b'data: {"a": 1} x\n\n'):
+        with pytest.raises(client.MalformedSSE):
+            client._Stream().feed(bad, 2.0)
 
 
 def test_record_timings_follow_docs_metrics() -> None:
@@ -95,11 +101,28 @@ def test_latest_record_of_an_index_wins() -> None:
 
 
 def test_classify_maps_exceptions_to_kinds() -> None:
-    import httpx
+    from gpuplan.bench.load import wire
 
     assert client.classify(TimeoutError()) == "timeout"
-    assert client.classify(httpx.ReadTimeout("x")) == "timeout"
-    assert client.classify(httpx.ConnectError("x")) == "connect"
-    assert client.classify(httpx.RemoteProtocolError("x")) == "dropped"
+    assert client.classify(wire.RequestTimeout("x")) == "timeout"
+    assert client.classify(wire.ConnectFailed("x")) == "connect"
+    assert client.classify(wire.Dropped("x")) == "dropped"
+    assert client.classify(ConnectionResetError()) == "dropped"
     assert client.classify(client.MalformedSSE("x")) == "malformed_sse"
     assert client.classify(ValueError()) == "other"
+
+
+def test_token_events_are_scanned_like_they_would_be_decoded() -> None:
+    state = client._Stream()
+    events = [
+        b'{"id":"x","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],'
+        b'"usage":null}',
+        b'{"id":"x","choices":[{"index":0,"delta":{"content":"Hi \\"text\\": \\"no\\""},"finish_reason":null}]}',
+        b'{"choices": [{"index": 0, "delta": {"reasoning_content": "think"}}]}',
+        b'{"choices":[{"index":0,"text":"","finish_reason":"stop"}]}',
+        b'{"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2}}',
+    ]
+    for i, event in enumerate(events):
+        client._event(state, event, float(i))
+    assert state.token_times == [1.0, 2.0]
+    assert (state.finish_reason, state.prompt_tokens, state.completion_tokens) == ("stop", 4, 2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -11,7 +12,8 @@ Api = Literal["completions", "chat"]
 
 
 class LoadConfig(BaseModel):
-    """One run of ``gpuplan bench serve``: either an open-loop ``rate_rps`` or a closed-loop ``concurrency``."""
+    """One run of ``gpuplan bench serve``: an open-loop ``rate_rps``, a closed-loop ``concurrency`` or a
+    ``trace_path`` replayed open loop (the simulator's trace format: arrival_s, input_tokens, output_tokens)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -31,20 +33,34 @@ class LoadConfig(BaseModel):
     slo_ttft_ms: float | None = Field(default=None, gt=0)
     slo_tpot_ms: float | None = Field(default=None, gt=0)
     max_requests: int = Field(default=10_000_000, ge=1, description="hard bound on requests sent")
+    trace_path: str | None = Field(default=None, description="CSV/JSONL trace replayed open loop")
+    prompts_path: str | None = Field(default=None, description="JSONL prompts, used in turn")
+    workers: int = Field(default=1, ge=1, le=64, description="client processes sharing the schedule")
+    metrics_url: str | None = Field(default=None, description="Prometheus /metrics scraped before and after")
 
     @model_validator(mode="after")
     def _one_load_profile(self) -> LoadConfig:
-        if (self.rate_rps is None) == (self.concurrency is None):
-            raise ValueError("give exactly one of --rate or --concurrency")
+        profiles = (self.rate_rps, self.concurrency, self.trace_path)
+        if sum(p is not None for p in profiles) != 1:
+            raise ValueError("give exactly one of --rate, --concurrency or --trace")
         if not self.url.startswith(("http://", "https://")):
             raise ValueError(f"--url {self.url!r} must start with http:// or https://")
         return self
 
     @property
     def open_loop(self) -> bool:
-        return self.rate_rps is not None
+        return self.concurrency is None
+
+    @property
+    def mode(self) -> str:
+        return "trace" if self.trace_path is not None else "rate" if self.rate_rps is not None else "concurrency"
+
+    @property
+    def path(self) -> str:
+        """The request path, under the URL's own path prefix if it has one."""
+        return urlsplit(self.url).path.rstrip("/") + ("/v1/completions" if self.api == "completions"
+                                                      else "/v1/chat/completions")
 
     @property
     def endpoint(self) -> str:
-        path = "/v1/completions" if self.api == "completions" else "/v1/chat/completions"
-        return self.url.rstrip("/") + path
+        return self.url.rstrip("/") + self.path.removeprefix(urlsplit(self.url).path.rstrip("/"))

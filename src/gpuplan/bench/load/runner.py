@@ -1,51 +1,83 @@
 """The load loops: open loop (sends held to a schedule, never gated on responses) and closed loop.
 
-Open loop: one dispatcher sleeps until each scheduled time and starts the request as its own task;
-nothing caps the requests in flight, so a slow server cannot slow the sending (no coordinated
-omission) and a freed slot can never release a burst. Each record keeps its scheduled and actual
-send time; a monitor samples the event loop's lag every 10 ms. Both are reported as the client's
-own lateness.
+Open loop: one dispatcher prepares the next request's bytes, sleeps until its scheduled time and
+starts it as its own task; nothing caps the requests in flight, so a slow server cannot slow the
+sending (no coordinated omission) and a freed slot can never release a burst. Each record keeps its
+scheduled and actual send time; a monitor samples the event loop's lag every 10 ms. Both are reported
+as the client's own lateness. With ``workers > 1`` the schedule is sharded over processes
+(:mod:`gpuplan.bench.load.shard`); uvloop is used when installed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
+import math
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-import httpx
-
 from gpuplan.bench.load import client
 from gpuplan.bench.load.config import LoadConfig
-from gpuplan.bench.load.pool import fast_client
 from gpuplan.bench.load.record import RequestRecord
-from gpuplan.bench.load.schedule import offsets_s
-from gpuplan.bench.tokens import synthetic_prompt
+from gpuplan.bench.load.wire import Pool, clock
+from gpuplan.bench.load.workload import Plan, build
 
 Sink = Callable[[RequestRecord], None]
+Shard = tuple[int, int]
 LAG_PERIOD_S = 0.01
 START_DELAY_S = 0.05
 
 
-@dataclass
+@dataclass(repr=False)
 class Outcome:
-    """The records of this session and the event loop's sampled lag (ms)."""
+    """The records of this session, the event loop's sampled lag (ms) and the client's CPU seconds."""
 
     records: list[RequestRecord] = field(default_factory=list)
     loop_lag_ms: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop when installed, else asyncio's."""
+    try:
+        factory: Callable[[], asyncio.AbstractEventLoop] = importlib.import_module("uvloop").new_event_loop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return factory()
+
+
+def first_origin(config: LoadConfig, plan: Plan, skip: Collection[int]) -> float:
+    """The clock time of offset 0: on resume the remaining schedule keeps its spacing and starts now."""
+    first = next((t for i, t in enumerate(plan.offsets) if i not in skip), 0.0)
+    return clock() + START_DELAY_S - (first if config.open_loop else 0.0)
+
+
+def run(config: LoadConfig, sink: Sink, skip: Collection[int] = ()) -> Outcome:
+    """Run the load; ``sink`` gets every record as it completes; indices in ``skip`` are not sent."""
+    plan = build(config)
+    if config.workers > 1:
+        from gpuplan.bench.load.shard import run_sharded
+
+        return run_sharded(config, plan, sink, set(skip))
+    cpu = time.process_time()
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        outcome = runner.run(drive(config, plan, sink, set(skip), (0, 1), first_origin(config, plan, skip)))
+    outcome.cpu_s = time.process_time() - cpu
+    return outcome
 
 
 async def _monitor(lags: list[float], stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
     while not stop.is_set():
-        start = loop.time()
+        start = clock()
         await asyncio.sleep(LAG_PERIOD_S)
-        lags.append((loop.time() - start - LAG_PERIOD_S) * 1e3)
+        lags.append((clock() - start - LAG_PERIOD_S) * 1e3)
 
 
-async def run(config: LoadConfig, sink: Sink, skip: Collection[int] = ()) -> Outcome:
-    """Run the load; ``sink`` gets every record as it completes; indices in ``skip`` are not sent."""
+async def drive(config: LoadConfig, plan: Plan, sink: Sink, skip: set[int], shard: Shard,
+                origin: float) -> Outcome:
+    """This process's share (``index % shard[1] == shard[0]``) of the load, on the running loop."""
     outcome = Outcome()
     stop = asyncio.Event()
     monitor = asyncio.create_task(_monitor(outcome.loop_lag_ms, stop))
@@ -54,55 +86,102 @@ async def run(config: LoadConfig, sink: Sink, skip: Collection[int] = ()) -> Out
         outcome.records.append(record)
         sink(record)
 
+    pool = Pool(config.url)
     try:
-        async with fast_client(config.request_timeout_s) as http:
-            if config.open_loop:
-                await _open_loop(config, http, keep, set(skip))
-            else:
-                await _closed_loop(config, http, keep, set(skip))
+        if config.open_loop:
+            await _open_loop(config, plan, pool, keep, skip, shard, origin)
+        else:
+            await _closed_loop(config, plan, pool, keep, skip, shard, origin)
     finally:
+        pool.close()
         stop.set()
         await monitor
     return outcome
 
 
-async def _one(config: LoadConfig, http: httpx.AsyncClient, index: int, offset: float, origin: float,
-               keep: Sink) -> None:
-    body = client.request_body(config, synthetic_prompt(config.input_tokens, config.seed * 1_000_003 + index))
-    record = await client.send(http, config, body, index, offset, origin, offset < config.warmup_s,
-                               config.input_tokens)
-    keep(record)
+def _payload(config: LoadConfig, plan: Plan, pool: Pool, index: int) -> tuple[bytes, int]:
+    prompt, input_tokens, output_tokens = plan.request(config, index)
+    return pool.request_bytes(config.path, client.request_body(config, prompt, output_tokens)), input_tokens
 
 
-async def _open_loop(config: LoadConfig, http: httpx.AsyncClient, keep: Sink, skip: set[int]) -> None:
-    loop = asyncio.get_running_loop()
-    todo = [(i, t) for i, t in enumerate(offsets_s(config)) if i not in skip]
-    if not todo:
-        return
-    # On resume the remaining schedule keeps its spacing; its first request is due now.
-    origin = loop.time() + START_DELAY_S - todo[0][1]
-    tasks: set[asyncio.Task[None]] = set()
-    for index, offset in todo:
-        delay = origin + offset - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        task = asyncio.create_task(_one(config, http, index, offset, origin, keep))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:
-        await asyncio.wait(tasks)
+async def _one(config: LoadConfig, pool: Pool, prepared: tuple[bytes, int], index: int, offset: float,
+               origin: float, keep: Sink) -> None:
+    payload, input_tokens = prepared
+    keep(await client.send(pool, config, payload, index, offset, origin, offset < config.warmup_s, input_tokens))
 
 
-async def _closed_loop(config: LoadConfig, http: httpx.AsyncClient, keep: Sink, skip: set[int]) -> None:
-    loop = asyncio.get_running_loop()
-    origin = loop.time()
+class _Dispatcher:
+    """Open-loop sends by timer callbacks: at each wake every due request is started (no task per
+    request), the next one's bytes are prepared, and the timer is armed for its time."""
+
+    def __init__(self, config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, todo: list[tuple[int, float]],
+                 origin: float) -> None:
+        self.config, self.plan, self.pool, self.keep, self.todo, self.origin = config, plan, pool, keep, todo, origin
+        self.loop = asyncio.get_running_loop()
+        self.finished: asyncio.Future[None] = self.loop.create_future()
+        self.next = 0
+        self.in_flight = 0
+        self.prepared = _payload(config, plan, pool, todo[0][0]) if todo else (b"", 0)
+
+    def fire(self) -> None:
+        todo, origin, warmup = self.todo, self.origin, self.config.warmup_s
+        now = clock()
+        while self.next < len(todo) and origin + todo[self.next][1] <= now:
+            index, offset = todo[self.next]
+            payload, input_tokens = self.prepared
+            self.next += 1
+            self.in_flight += 1
+            client.start(self.pool, self.config, payload, index, offset, origin, offset < warmup, input_tokens,
+                         self._done)
+            if self.next < len(todo):
+                self.prepared = _payload(self.config, self.plan, self.pool, todo[self.next][0])
+            now = clock()
+        if self.next < len(todo):
+            self.loop.call_later(origin + todo[self.next][1] - clock(), self.fire)
+        else:
+            self._maybe_finished()
+
+    def _done(self, record: RequestRecord) -> None:
+        self.in_flight -= 1
+        try:
+            self.keep(record)
+        finally:
+            self._maybe_finished()
+
+    def _maybe_finished(self) -> None:
+        if self.next >= len(self.todo) and self.in_flight == 0 and not self.finished.done():
+            self.finished.set_result(None)
+
+
+async def _open_loop(config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, skip: set[int], shard: Shard,
+                     origin: float) -> None:
+    part, parts = shard
+    todo = [(i, t) for i, t in enumerate(plan.offsets) if i % parts == part and i not in skip]
+    dispatcher = _Dispatcher(config, plan, pool, keep, todo, origin)
+    dispatcher.fire()
+    last = origin + (todo[-1][1] if todo else 0.0)
+    # Every request has its own timeout; this bound only guards against a bug leaving one unanswered.
+    async with asyncio.timeout_at(asyncio.get_running_loop().time() + max(last - clock(), 0.0)
+                                  + config.request_timeout_s + 30.0):
+        await dispatcher.finished
+
+
+async def _closed_loop(config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, skip: set[int], shard: Shard,
+                       origin: float) -> None:
+    part, parts = shard
     end = origin + config.warmup_s + config.duration_s
-    counter = (i for i in itertools.count() if i not in skip)
+    counter = (i for i in itertools.count(part, parts) if i not in skip)
     sent = itertools.count()
+    limit = math.ceil(config.max_requests / parts)
+    assert config.concurrency is not None
+    workers = len(range(part, config.concurrency, parts))
+    delay = origin - clock()
+    if delay > 0:
+        await asyncio.sleep(delay)
 
     async def worker() -> None:
-        while loop.time() < end and next(sent) < config.max_requests:
-            await _one(config, http, next(counter), loop.time() - origin, origin, keep)
+        while clock() < end and next(sent) < limit:
+            index = next(counter)
+            await _one(config, pool, _payload(config, plan, pool, index), index, clock() - origin, origin, keep)
 
-    assert config.concurrency is not None
-    await asyncio.gather(*(worker() for _ in range(config.concurrency)))
+    await asyncio.gather(*(worker() for _ in range(workers)))

@@ -2,27 +2,39 @@
 
 ``resume``: reloads the run's stored config, skips every request index already stored and sends the
 rest with the original spacing (the first missing one is due at once); the summary covers all rows.
+``hooks`` lets the CLI follow the run (progress bar) without this layer knowing about terminals.
 """
 
 from __future__ import annotations
 
-import asyncio
 import platform
 import socket
 import sys
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import httpx
 
 from gpuplan import __version__
-from gpuplan.bench.load import runner
+from gpuplan.bench.load import metrics, runner
 from gpuplan.bench.load.config import LoadConfig
+from gpuplan.bench.load.record import RequestRecord
 from gpuplan.bench.load.summary import BenchSummary, summarize
 from gpuplan.errors import BenchmarkError, UserInputError
 from gpuplan.results.store import RecordWriter, Store
+
+
+@dataclass
+class Hooks:
+    """Callbacks: ``announce(run_id, store_url)``; ``start(expected requests or None)``; ``record(r)``
+    (called on the load loop's thread: keep it cheap)."""
+
+    announce: Callable[[str, str], None] | None = None
+    start: Callable[[int | None], None] | None = None
+    record: Callable[[RequestRecord], None] | None = None
 
 
 def _version(package: str) -> str | None:
@@ -35,7 +47,8 @@ def _version(package: str) -> str | None:
 def conditions(config: LoadConfig) -> dict[str, Any]:
     """What the numbers depend on besides the config: client host and software."""
     return {"host": socket.gethostname(), "platform": platform.platform(), "python": sys.version.split()[0],
-            "httpx": _version("httpx"), "target": config.url, "model": config.model, "api": config.api}
+            "client": "gpuplan raw HTTP/1.1", "uvloop": _version("uvloop"), "workers": config.workers,
+            "target": config.url, "model": config.model, "api": config.api}
 
 
 def preflight(config: LoadConfig) -> None:
@@ -47,36 +60,62 @@ def preflight(config: LoadConfig) -> None:
                              hint="is the server running? try gpuplan mock-server --port 8000") from None
 
 
-def serve(config: LoadConfig | None, store_url: str | None = None, resume: str | None = None,
-          announce: Callable[[str, str], None] | None = None) -> BenchSummary:
-    """Run (or resume) a load test; every record is stored as it completes. Returns the summary."""
-    store = Store(store_url)
+def _expected(config: LoadConfig, skip: set[int]) -> int | None:
+    if not config.open_loop:
+        return None
+    from gpuplan.bench.load.workload import build
+
+    return sum(i not in skip for i in range(len(build(config).offsets)))
+
+
+def _open(store: Store, config: LoadConfig | None, resume: str | None) -> tuple[str, LoadConfig, set[int]]:
     if resume is not None:
         info = store.run(resume)
         if info.kind != "serve":
             raise UserInputError(f"run {info.run_id} is a {info.kind} run, not a serve run")
-        run_id, config = info.run_id, LoadConfig.model_validate(info.config)
-        skip = {r.index for r in store.records(run_id)}
-    elif config is None:
+        return info.run_id, LoadConfig.model_validate(info.config), {r.index for r in store.records(info.run_id)}
+    if config is None:
         raise UserInputError("give the load (--url, --model, --rate or --concurrency, ...) or --resume RUN_ID")
-    else:
-        run_id, skip = uuid.uuid4().hex, set()
+    return uuid.uuid4().hex, config, set()
+
+
+def serve(config: LoadConfig | None, store_url: str | None = None, resume: str | None = None,
+          announce: Callable[[str, str], None] | None = None, hooks: Hooks | None = None) -> BenchSummary:
+    """Run (or resume) a load test; every record is stored as it completes. Returns the summary."""
+    hooks = hooks or Hooks(announce=announce)
+    store = Store(store_url)
+    run_id, config, skip = _open(store, config, resume)
     preflight(config)
     if resume is None:
         store.create_run(run_id, "serve", config.model_dump(mode="json"), conditions(config), __version__)
     else:
         store.set_status(run_id, "running")
-    if announce is not None:
-        announce(run_id, store.url)
+    if hooks.announce is not None:
+        hooks.announce(run_id, store.url)
+    if hooks.start is not None:
+        hooks.start(_expected(config, skip))
+    before = metrics.scrape(config.metrics_url) if config.metrics_url else None
     writer = RecordWriter(store, run_id)
+    sink = writer.put if hooks.record is None else _tee(writer.put, hooks.record)
     try:
-        outcome = asyncio.run(runner.run(config, writer.put, skip))
+        outcome = runner.run(config, sink, skip)
     except KeyboardInterrupt:
         writer.close()
         store.set_status(run_id, "interrupted")
         raise BenchmarkError("interrupted; completed requests are stored",
                              hint=f"resume with gpuplan bench serve --resume {run_id}") from None
     writer.close()
-    summary = summarize(run_id, config, store.records(run_id), outcome.loop_lag_ms)
+    server = metrics.compare(before, metrics.scrape(config.metrics_url)) if before and config.metrics_url else None
+    summary = summarize(run_id, config, store.records(run_id), outcome.loop_lag_ms, outcome.cpu_s,
+                        len(outcome.records), server)
     store.finish_run(run_id, "completed", summary.model_dump(mode="json"))
     return summary
+
+
+def _tee(first: Callable[[RequestRecord], None],
+         second: Callable[[RequestRecord], None]) -> Callable[[RequestRecord], None]:
+    def both(record: RequestRecord) -> None:
+        first(record)
+        second(record)
+
+    return both

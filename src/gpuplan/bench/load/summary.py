@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -38,6 +39,7 @@ class ClientLateness(BaseModel):
     send_lag_ms: Dist
     sends_late_over_1ms: float
     loop_lag_ms: Dist
+    cpu_ms_per_request: float | None = None
 
 
 class BenchSummary(BaseModel):
@@ -65,6 +67,7 @@ class BenchSummary(BaseModel):
     goodput_rps: float | None
     errors: dict[str, int]
     client: ClientLateness
+    server_metrics: dict[str, Any] | None = None
 
 
 def dist(values: Sequence[float]) -> Dist:
@@ -81,9 +84,18 @@ def _meets_slo(r: RequestRecord, config: LoadConfig) -> bool:
     return not (config.slo_tpot_ms is not None and r.tpot_ms is not None and r.tpot_ms > config.slo_tpot_ms)
 
 
+def _client(lags: list[float], loop_lag_ms: Sequence[float], cpu_s: float | None, sent: int) -> ClientLateness:
+    return ClientLateness(send_lag_ms=dist(lags), sends_late_over_1ms=(
+        sum(x > 1.0 for x in lags) / len(lags) if lags else 0.0), loop_lag_ms=dist(list(loop_lag_ms)),
+        cpu_ms_per_request=cpu_s * 1e3 / sent if cpu_s is not None and sent else None)
+
+
 def summarize(run_id: str, config: LoadConfig, records: Sequence[RequestRecord],
-              loop_lag_ms: Sequence[float] = ()) -> BenchSummary:
-    """The summary of all measured (non-warm-up) records; latest record per index wins."""
+              loop_lag_ms: Sequence[float] = (), cpu_s: float | None = None, session_requests: int = 0,
+              server_metrics: dict[str, Any] | None = None) -> BenchSummary:
+    """The summary of all measured (non-warm-up) records; latest record per index wins.
+
+    ``cpu_s``: the client's CPU seconds over the ``session_requests`` requests this session sent."""
     latest = {r.index: r for r in sorted(records, key=lambda r: r.done_s)}
     measured = [r for r in latest.values() if not r.warmup]
     ok = [r for r in measured if r.ok]
@@ -95,7 +107,7 @@ def summarize(run_id: str, config: LoadConfig, records: Sequence[RequestRecord],
     slo = config.slo_ttft_ms is not None or config.slo_tpot_ms is not None
     lags = [r.send_lag_ms for r in measured] if config.open_loop else []
     return BenchSummary(
-        run_id=run_id, mode="rate" if config.open_loop else "concurrency", target_rate=config.rate_rps,
+        run_id=run_id, mode=config.mode, target_rate=config.rate_rps,
         concurrency=config.concurrency, duration_s=config.duration_s, requests_sent=len(measured),
         requests_completed=len(ok), requests_failed=len(measured) - len(ok),
         warmup_excluded=len(latest) - len(measured),
@@ -111,6 +123,5 @@ def summarize(run_id: str, config: LoadConfig, records: Sequence[RequestRecord],
         output_tokens_per_s=out_tokens / max(done_span, window, 1e-9),
         goodput_rps=sum(_meets_slo(r, config) for r in ok) / window if slo else None,
         errors=dict(Counter(r.error for r in measured if r.error is not None)),
-        client=ClientLateness(send_lag_ms=dist(lags), sends_late_over_1ms=(
-            sum(x > 1.0 for x in lags) / len(lags) if lags else 0.0), loop_lag_ms=dist(list(loop_lag_ms))),
+        client=_client(lags, loop_lag_ms, cpu_s, session_requests), server_metrics=server_metrics,
     )

@@ -79,6 +79,15 @@ def response(status: int, payload: dict[str, Any], *, keep_alive: bool = True) -
     return head.encode() + body
 
 
+def text_response(status: int, text: str, content_type: str, *, keep_alive: bool = True) -> bytes:
+    body = text.encode()
+    head = (
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\ncontent-type: {content_type}\r\n"
+        f"content-length: {len(body)}\r\nconnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
 STREAM_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
     b"transfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n"

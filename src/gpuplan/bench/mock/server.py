@@ -41,6 +41,7 @@ class MockServer:
         self.waiting: deque[_Stream] = deque()
         self._server: asyncio.Server | None = None
         self._counter = 0
+        self.slots: dict[int, list[tuple[_Stream, float]]] = {}
 
     async def start(self) -> int:
         """Bind and listen; returns the port (useful with port 0)."""
@@ -78,6 +79,21 @@ class MockServer:
         self.active += 1
         self.stats.max_active = max(self.stats.max_active, self.active)
         stream.start()
+
+    def token_at(self, stream: _Stream, due: float) -> None:
+        """Token timers share one timer per millisecond slot: ``due − EARLY_S`` rounded to the ms (±0.5 ms,
+        centred, like epoll's own rounding), so a token costs a list append, not a timer of its own."""
+        key = round((due - EARLY_S) * 1e3)
+        slot = self.slots.get(key)
+        if slot is None:
+            slot = self.slots[key] = []
+            asyncio.get_running_loop().call_at(key / 1e3, self._fire, key)
+        slot.append((stream, due))
+
+    def _fire(self, key: int) -> None:
+        for stream, due in self.slots.pop(key, ()):
+            if stream.running:
+                stream.send_token(due)
 
     def release(self) -> None:
         self.active -= 1
@@ -146,6 +162,10 @@ class _Connection(asyncio.Protocol):
     def handle(self, request: http.Request) -> None:
         if request.method == "GET" and request.path in ("/health", "/v1/models", "/mock/stats"):
             self.write(http.response(200, self._info(request.path), keep_alive=request.keep_alive))
+            return self.done(request.keep_alive)
+        if request.method == "GET" and request.path == "/metrics":
+            text = self.server.stats.prometheus(self.server.active, len(self.server.waiting))
+            self.write(http.text_response(200, text, "text/plain; version=0.0.4", keep_alive=request.keep_alive))
             return self.done(request.keep_alive)
         if request.method == "POST" and request.path == "/mock/reset":
             self.server.stats.reset()
@@ -222,7 +242,7 @@ class _Stream:
     def send_head(self, due: float) -> None:
         self.conn.write(http.STREAM_HEAD)
         first = self.t0 + self.server.config.ttft_ms / 1e3
-        self.handle = self.loop.call_at(first - EARLY_S, self.send_token, first)
+        self.server.token_at(self, first)
 
     def send_token(self, due: float) -> None:
         self.server.stats.record((self.loop.time() - due) * 1e3)
@@ -236,7 +256,7 @@ class _Stream:
         if self.sent < self.tokens:
             self.conn.write(self.token_event)
             due += self.server.config.itl_ms / 1e3
-            self.handle = self.loop.call_at(due - EARLY_S, self.send_token, due)
+            self.server.token_at(self, due)
             return
         out = [self.token_event, http.sse(_token_payload(self.api, self.ident, self.model, "length"))]
         if self.include_usage:
@@ -271,7 +291,10 @@ class _Stream:
         if aborted:
             self.conn.abort()
             return
-        self.server.stats.completed += 1
+        stats = self.server.stats
+        stats.completed += 1
+        stats.prompt_tokens += self.prompt_tokens
+        stats.generation_tokens += self.tokens
         self.conn.done(self.keep_alive)
 
     def abandon(self) -> None:

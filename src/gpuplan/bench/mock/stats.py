@@ -6,6 +6,7 @@ any rate; percentiles are read from it with 0.1 ms resolution.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 BIN_MS = 0.1
@@ -27,6 +28,9 @@ class LatenessStats:
         self.completed = 0
         self.faults: dict[str, int] = {}
         self.max_active = 0
+        self.cpu_at_reset = time.process_time()
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
 
     def record(self, late_ms: float) -> None:
         """One write ``late_ms`` after its due time (negative: early; binned as 0)."""
@@ -59,4 +63,18 @@ class LatenessStats:
             "completed": self.completed,
             "faults": dict(self.faults),
             "max_active": self.max_active,
+            "prompt_tokens": self.prompt_tokens,
+            "generation_tokens": self.generation_tokens,
+            "cpu_s": time.process_time() - self.cpu_at_reset,
         }
+
+    def prometheus(self, running: int, waiting: int) -> str:
+        """A few vLLM-named metrics in the Prometheus text format (for ``bench serve --scrape-metrics``)."""
+        lines = [("vllm:num_requests_running", "gauge", running), ("vllm:num_requests_waiting", "gauge", waiting),
+                 ("vllm:request_success_total", "counter", self.completed),
+                 ("vllm:prompt_tokens_total", "counter", self.prompt_tokens),
+                 ("vllm:generation_tokens_total", "counter", self.generation_tokens)]
+        out = []
+        for name, kind, value in lines:
+            out += [f"# TYPE {name} {kind}", f'{name}{{model_name="mock"}} {float(value)}']
+        return "\n".join(out) + "\n"

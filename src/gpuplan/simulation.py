@@ -1,0 +1,128 @@
+"""``simulate`` as a use case shared by the CLI and the web app: scenario → workload (and trace) →
+replica model → simulation → summary (and the capacity under the SLO when asked).
+
+Reads the trace file a scenario names (relative to ``base_dir``); the web app passes no ``base_dir``
+and so accepts no trace files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpuplan.catalog import Catalog
+from gpuplan.errors import FileFormatError, UserInputError
+from gpuplan.models import get_model
+from gpuplan.perf.calibration import Calibration
+from gpuplan.perf.inference import ReplicaModel
+from gpuplan.perf.layout import Layout, check_layout
+from gpuplan.sim.capacity import CapacityResult, max_rate_under_slo
+from gpuplan.sim.metrics import SimSummary, summarise
+from gpuplan.sim.scenario import SimulateScenario
+from gpuplan.sim.simulator import SimResult, simulate
+from gpuplan.sim.workload import LengthDist, Requests, WorkloadSpec, generate, parse_trace
+
+CAPACITY_SEARCH_MAX_REQUESTS = 4000
+"""Requests per probe of the capacity bisection: enough for a steady P99, bounded in time."""
+
+
+@dataclass(frozen=True)
+class SimulationOutcome:
+    """What one ``simulate`` produced."""
+
+    result: SimResult
+    summary: SimSummary
+    capacity: CapacityResult | None
+
+
+def read_text(path: Path, what: str) -> str:
+    """A scenario or trace file's text; FileFormatError naming it when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"cannot read {what} {path}: {exc}", hint="check the path") from None
+
+
+def _trace(sc: SimulateScenario, base: Path | None) -> Requests | None:
+    wl = sc.workload
+    if wl.trace is None:
+        if wl.arrival.kind == "trace" or wl.lengths_from_trace:
+            raise UserInputError("workload.trace is required for trace arrivals or lengths_from_trace")
+        return None
+    if base is None:
+        raise UserInputError("workload.trace: trace files are not accepted here", hint="use gpuplan simulate")
+    path = Path(wl.trace) if Path(wl.trace).is_absolute() else base / wl.trace
+    kind = wl.trace_format or ("jsonl" if path.suffix.lower() in (".jsonl", ".json", ".ndjson") else "csv")
+    return parse_trace(read_text(path, "trace"), origin=str(path), fmt=kind)
+
+
+def _spec(sc: SimulateScenario, trace: Requests | None) -> WorkloadSpec:
+    wl = sc.workload
+    spec = WorkloadSpec(
+        arrival=wl.arrival,
+        input_tokens=wl.input_tokens,
+        output_tokens=wl.output_tokens,
+        num_requests=wl.num_requests,
+        seed=wl.seed,
+    )
+    if wl.lengths_from_trace and trace is not None:
+        spec = spec.model_copy(
+            update={
+                "input_tokens": LengthDist(
+                    kind="empirical", values=tuple(int(v) for v in np.maximum(trace.input_tokens, 1))
+                ),
+                "output_tokens": LengthDist(
+                    kind="empirical", values=tuple(int(v) for v in trace.output_tokens)
+                ),
+            }
+        )
+    return spec
+
+
+def _replica(
+    sc: SimulateScenario, catalog: Catalog, requests: Requests, cal: Calibration | None
+) -> ReplicaModel:
+    if not sc.hardware.gpu:
+        raise UserInputError("hardware.gpu is required", hint="e.g. hardware: {gpu: H100-SXM, count: 1}")
+    model, gpu = get_model(sc.model), catalog.get_gpu(sc.hardware.gpu)
+    count, pp = sc.hardware.count, sc.parallelism.pp
+    tp = sc.parallelism.tp or count // pp
+    if tp < 1 or count % (tp * pp):
+        raise UserInputError(f"hardware.count={count} is not a multiple of tp x pp = {tp}x{pp}")
+    layout = Layout(
+        tp=tp,
+        pp=pp,
+        ep=sc.parallelism.ep,
+        replicas=count // (tp * pp),
+        weight_dtype=sc.precision.weights,
+        kv_dtype=sc.precision.kv_cache,
+        engine=sc.engine,
+        gpu_memory_utilization=sc.gpu_memory_utilization,
+    )
+    check_layout(model, gpu, layout)
+    longest = int((requests.input_tokens + requests.output_tokens).max())
+    return ReplicaModel.build(model, gpu, layout, context_tokens=sc.max_model_len or longest, cal=cal)
+
+
+def simulate_scenario(
+    sc: SimulateScenario, catalog: Catalog, *, base_dir: Path | None, cal: Calibration | None = None
+) -> SimulationOutcome:
+    """Run a simulate scenario (and its capacity search when ``capacity_search`` is set)."""
+    trace = _trace(sc, base_dir)
+    spec = _spec(sc, trace)
+    requests = generate(spec, trace)
+    replica = _replica(sc, catalog, requests, cal)
+    result = simulate(replica, requests, sc.simulation)
+    summary = summarise(result, slo=sc.slo, warmup_fraction=sc.simulation.warmup_fraction)
+    capacity = None
+    if sc.capacity_search:
+        if sc.slo.empty:
+            raise UserInputError(
+                "capacity_search needs an slo", hint="e.g. slo: {ttft_p99_ms: 1000, tpot_p99_ms: 50}"
+            )
+        config = sc.simulation.model_copy(update={"record_timeline": False})
+        probe = spec.model_copy(update={"num_requests": min(spec.num_requests, CAPACITY_SEARCH_MAX_REQUESTS)})
+        capacity = max_rate_under_slo(replica, probe, sc.slo, config)
+    return SimulationOutcome(result=result, summary=summary, capacity=capacity)
