@@ -26,6 +26,12 @@ config dir, so only the bundled catalog and the page's ``--catalog`` files count
 ``<!-- background: gpuplan mock-server ... -->`` starts a process for the rest of the page (stopped
 when the page is done); its block shows the command. ``<!-- wait-http: URL -->`` waits for it.
 
+In commands and URLs, ``$TMP`` is the page's scratch directory (the same for every command of the
+page, so one command can write a file that a later one reads) and ``$PORT`` a free loopback port
+picked for the page; both are substituted when the command runs and shown as written. A base command
+ending in ``2>/dev/null`` has its stderr left out of the block (for lines such as a run id that
+differ on every run).
+
 The output block shows ``$ command`` and what it printed (stdout, then stderr, then ``[exit N]``
 when non-zero). ``--check`` rewrites nothing and exits 1 with a unified diff when a page drifted.
 """
@@ -39,6 +45,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -51,8 +58,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "docs" / "playbooks"
 TIMEOUT_S = 120
+QUIET = " 2>/dev/null"
 BLOCK = re.compile(
-    r"<!-- (?P<kind>run|background|wait-http):(?P<body>.*?)-->\n(?P<fence>```text\n.*?\n```\n)?",
+    r"<!-- (?P<kind>run|background|wait-http):(?P<body>.*?)-->\n(?P<fence>```text\n(?:.*?\n)??```\n)?",
     re.DOTALL,
 )
 
@@ -67,6 +75,7 @@ class Env:
 
     tmp: Path
     vars: dict[str, str] = field(default_factory=dict)
+    port: int = 0
 
     @classmethod
     def make(cls, tmp: Path) -> Env:
@@ -86,7 +95,14 @@ class Env:
             GPUPLAN_CONFIG_DIR=str(tmp / "config"),
             GPUPLAN_STORE=str(tmp / "results.sqlite"),
         )
-        return cls(tmp=tmp, vars=env)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        return cls(tmp=tmp, vars=env, port=port)
+
+    def expand(self, text: str) -> str:
+        """``$TMP`` and ``$PORT`` replaced by this page's scratch directory and port."""
+        return text.replace("$TMP", shlex.quote(str(self.tmp))).replace("$PORT", str(self.port))
 
 
 def commands(body: str) -> list[str]:
@@ -107,8 +123,8 @@ def commands(body: str) -> list[str]:
     return out
 
 
-def argv_of(cmd: str) -> list[str]:
-    args = shlex.split(cmd)
+def argv_of(cmd: str, env: Env) -> list[str]:
+    args = shlex.split(env.expand(cmd))
     if not args or args[0] != "gpuplan":
         raise PlaybookError(f"commands must start with 'gpuplan': {cmd!r}")
     return [sys.executable, "-m", "gpuplan", *args[1:]]
@@ -287,12 +303,15 @@ class Worker:
 
 def run_one(cmd: str, env: Env, worker: Worker | None = None) -> str:
     base, stages = split_stages(cmd)
+    quiet = base.endswith(QUIET)
+    if quiet:
+        base = base[: -len(QUIET)]
     if worker is not None:
-        code, stdout, stderr = worker.run(argv_of(base)[3:])
+        code, stdout, stderr = worker.run(argv_of(base, env)[3:])
     else:
         try:
             proc = subprocess.run(
-                argv_of(base), cwd=ROOT, env=env.vars, capture_output=True, text=True, timeout=TIMEOUT_S
+                argv_of(base, env), cwd=ROOT, env=env.vars, capture_output=True, text=True, timeout=TIMEOUT_S
             )
         except subprocess.TimeoutExpired as e:
             raise PlaybookError(f"timed out after {TIMEOUT_S} s: {cmd}") from e
@@ -303,7 +322,7 @@ def run_one(cmd: str, env: Env, worker: Worker | None = None) -> str:
     parts = [f"$ {cmd}"]
     if out:
         parts.append(out)
-    err = stderr.rstrip("\n")
+    err = "" if quiet else stderr.rstrip("\n")
     if err:
         parts.append(err)
     if code != 0:
@@ -337,7 +356,7 @@ def render_page(text: str, env: Env, isolated: bool = False) -> str:
             pos = m.end()
             kind, body = m.group("kind"), m.group("body")
             if kind == "wait-http":
-                url = body.strip()
+                url = env.expand(body.strip())
                 if not url.startswith("http://127.0.0.1:"):
                     raise PlaybookError(f"wait-http is loopback only: {url}")
                 _wait_http(url)
@@ -349,7 +368,7 @@ def render_page(text: str, env: Env, isolated: bool = False) -> str:
                 log = open(env.tmp / f"bg{len(background)}.log", "wb")  # noqa: SIM115 - closed with the process
                 background.append(
                     subprocess.Popen(
-                        argv_of(cmd), cwd=ROOT, env=env.vars, stdout=log, stderr=subprocess.STDOUT
+                        argv_of(cmd, env), cwd=ROOT, env=env.vars, stdout=log, stderr=subprocess.STDOUT
                     )
                 )
                 block = f"$ {cmd} &"

@@ -84,7 +84,7 @@ def _plan_label(rank: int, p: Plan) -> str:
     return f"{rank}. {p.count}x {p.gpu} tp{p.tp} pp{p.pp} {p.weight_dtype}"
 
 
-def _pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     """The points no other point beats on both axes (lower is better), sorted by x."""
     front: list[tuple[float, float]] = []
     for x, y in sorted(points):
@@ -119,7 +119,7 @@ def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> 
                 hovertemplate="%{text}<br>%{x:,.2f} / %{y:,.1f}<extra></extra>",
             )
         )
-    front = _pareto_front(points)
+    front = pareto_front(points)
     traces.append(
         go.Scatter(
             x=[x for x, _ in front],

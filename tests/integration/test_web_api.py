@@ -4,6 +4,7 @@ and nothing a request can send produces a 500."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from gpuplan.web import create_app
 from gpuplan.web.api import BOUND_HEADER, WEB_MAX_GPUS
-from gpuplan.web.app import MAX_BODY_BYTES
+from gpuplan.web.app import MAX_BODY_BYTES, docs_assets
 
 Invoke = Callable[..., Any]
 
@@ -302,3 +303,155 @@ def test_simulate_never_reads_a_model_path(client: TestClient) -> None:
     answer = client.post("/api/simulate", json={**SIMULATE, "model": "/etc/passwd"})
     assert answer.status_code == 404
     assert "unknown model" in answer.text
+
+
+TRAIN = {
+    "model": "meta-llama/Llama-3.1-8B",
+    "method": "lora",
+    "tokens": 1e8,
+    "seq_len": 4096,
+    "gpus": ["L40S", "H100-SXM"],
+    "max_gpus": 8,
+}
+TRAIN_FLAGS = (
+    "--model",
+    "meta-llama/Llama-3.1-8B",
+    "--method",
+    "lora",
+    "--tokens",
+    "1e8",
+    "--seq-len",
+    "4096",
+    "--gpus",
+    "L40S,H100-SXM",
+    "--max-gpus",
+    "8",
+)
+
+
+def test_train_plan_equals_the_cli(client: TestClient, invoke: Invoke) -> None:
+    answer = client.post("/api/train-plan", json=TRAIN)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == _json(invoke, "train-plan", *TRAIN_FLAGS)
+    # recommend --task finetune ranks by cost unless told otherwise; train-plan by time
+    assert answer.json() == _json(
+        invoke, "recommend", "--task", "finetune", *TRAIN_FLAGS, "--objective", "time"
+    )
+    cheapest = client.post("/api/train-plan", json={**TRAIN, "objective": "cost"}).json()
+    assert cheapest == _json(invoke, "recommend", "--task", "finetune", *TRAIN_FLAGS)
+    assert answer.headers[BOUND_HEADER] == "max_gpus=8 (asked 8, limit 256); time_limit_s=30"
+
+
+def test_train_plan_epochs_deadline_and_cost_equal_the_cli(client: TestClient, invoke: Invoke) -> None:
+    body = {k: v for k, v in TRAIN.items() if k != "tokens"}
+    body |= {"method": "full", "epochs": 2, "samples": 5000, "deadline_hours": 50, "objective": "cost"}
+    answer = client.post("/api/train-plan", json=body)
+    assert answer.status_code == 200, answer.text
+    flags = [*TRAIN_FLAGS[:2], "--method", "full", *TRAIN_FLAGS[6:], "--epochs", "2", "--samples", "5000"]
+    cli = _json(invoke, "train-plan", *flags, "--deadline-hours", "50", "--objective", "cost")
+    assert answer.json() == cli
+    assert answer.json()["method"] == "full_ft" and answer.json()["tokens"] == 2 * 5000 * 4096
+
+
+def test_train_plan_plots_return_the_answer_bound_memory_and_figures(client: TestClient) -> None:
+    answer = client.post("/api/plots/train-plan", json=TRAIN)
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    assert data["result"] == client.post("/api/train-plan", json=TRAIN).json()
+    assert data["search"]["max_gpus_searched"] == 8 and data["search"]["clamped"] is False
+    assert set(data["figures"]) == {"pareto", "memory"}
+    plans = data["result"]["plans"]
+    points = [t for t in data["figures"]["pareto"]["data"] if t["mode"] == "markers"]
+    assert sum(len(t["x"]) for t in points) == len(plans)
+    assert points[0]["name"] == plans[0]["gpu"]
+    assert [(m["gpu"], m["gpus"], m["layout"]) for m in data["memory"]] == [
+        (p["gpu"], p["gpus"], p["layout"]) for p in plans[:5]
+    ]
+    assert data["memory"][0]["memory"]["total_bytes"] / 2**30 == pytest.approx(plans[0]["memory_gib_per_gpu"])
+
+
+@pytest.mark.parametrize(
+    ("flags", "body_change", "status", "field"),
+    [
+        (("--method", "xx"), {"method": "xx"}, 400, "method"),
+        (("--tokens", None), {"tokens": None}, 400, "tokens"),
+        (("--seq-len", "-3"), {"seq_len": -3}, 400, "seq_len"),
+        (("--tokens", "0"), {"tokens": 0}, 400, "tokens"),
+        (("--max-gpus", "0"), {"max_gpus": 0}, 400, "max_gpus"),
+        (("--objective", "fast"), {"objective": "fast"}, 400, "objective"),
+        (("--gpus", "H100-SXMM"), {"gpus": ["H100-SXMM"]}, 404, "GPU"),
+        (("--dtype", "fp9"), {"dtype": "fp9"}, 400, None),
+    ],
+    ids=["method", "no-tokens", "seq-len", "zero-tokens", "max-gpus", "objective", "gpu", "dtype"],
+)
+def test_train_plan_errors_carry_the_cli_message(
+    client: TestClient,
+    invoke: Invoke,
+    flags: tuple[str, str | None],
+    body_change: dict[str, Any],
+    status: int,
+    field: str | None,
+) -> None:
+    args = ["train-plan", *TRAIN_FLAGS]
+    flag, value = flags
+    if flag in args:
+        at = args.index(flag)
+        args[at : at + 2] = [] if value is None else [flag, value]
+    else:
+        args += [flag, value or ""]
+    body = {k: v for k, v in {**TRAIN, **body_change}.items() if v is not None}
+    answer = client.post("/api/train-plan", json=body)
+    assert answer.status_code == status, answer.text
+    assert answer.json() == {"error": _cli_error(invoke, *args), "field": field, "exit_code": 1}
+
+
+def test_train_plan_infeasible_is_422_with_the_cli_message(client: TestClient, invoke: Invoke) -> None:
+    body = {**TRAIN, "method": "full", "gpus": ["L4"], "max_gpus": 1}
+    answer = client.post("/api/train-plan", json=body)
+    assert answer.status_code == 422
+    flags = [*TRAIN_FLAGS[:2], "--method", "full", *TRAIN_FLAGS[4:8], "--gpus", "L4", "--max-gpus", "1"]
+    assert answer.json()["error"] == _cli_error(invoke, "train-plan", *flags)
+    assert answer.json()["exit_code"] == 2
+
+
+def test_train_plan_search_is_bounded_and_says_so(client: TestClient) -> None:
+    body = {**TRAIN, "gpus": ["H100-SXM", "H100-SXM"] * 100, "max_gpus": 4096}
+    answer = client.post("/api/plots/train-plan", json=body)
+    assert answer.status_code == 200, answer.text
+    assert f"max_gpus={WEB_MAX_GPUS} (asked 4096" in answer.headers[BOUND_HEADER]
+    assert answer.json()["search"]["clamped"] is True
+    plans = answer.json()["result"]["plans"]
+    assert all(p["gpus"] <= WEB_MAX_GPUS for p in plans)
+    assert len({(p["gpu"], p["gpus"]) for p in plans}) == len(plans)  # duplicate GPU ids searched once
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**TRAIN, "model": "/etc/passwd"},
+        {**TRAIN, "config_json": {"model_type": "llama"}},
+        {**TRAIN, "seq_len": "long"},
+        {**TRAIN, "tokens": "1e999"},
+        {k: v for k, v in TRAIN.items() if k != "tokens"} | {"epochs": 1e300, "samples": 10**9},
+        {**TRAIN, "deadline_hours": "inf"},
+    ],
+    ids=["path", "config-json", "wrong-type", "inf-tokens", "inf-epochs-x-samples", "inf-deadline"],
+)
+def test_train_plan_rejects_paths_and_malformed_bodies(client: TestClient, body: dict[str, Any]) -> None:
+    answer = client.post("/api/train-plan", json=body)
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.json()["error"] and "\n" not in answer.json()["error"]
+
+
+def test_docs_work_offline(client: TestClient) -> None:
+    for page in ("/docs", "/redoc"):
+        html = client.get(page)
+        assert html.status_code == 200
+        if docs_assets() is None:
+            pytest.skip("fastapi-offline is not installed: /docs and /redoc load their assets from a CDN")
+        assert "http://" not in html.text and "https://" not in html.text, html.text
+        assets = re.findall(r'(?:src|href)="([^"]+)"', html.text)
+        assert assets and all(a.startswith("/static/apidocs/") for a in assets)
+        for asset in assets:
+            assert client.get(asset).status_code == 200, asset
+    assert "/api/train-plan" in client.get("/openapi.json").json()["paths"]

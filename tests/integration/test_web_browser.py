@@ -197,3 +197,93 @@ def test_page_answers_like_the_api_and_shows_cli_errors(server: str, browser: An
 
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/api/" not in e["message"]]
     assert not severe, severe
+
+
+TRAIN_FORM = {
+    "model": "meta-llama/Llama-3.1-8B",
+    "tokens": "100000000",
+    "seq_len": "4096",
+    "gpus": "L40S,H100-SXM",
+    "max_gpus": "8",
+}
+TRAIN_BODY = {
+    "model": "meta-llama/Llama-3.1-8B",
+    "method": "lora",
+    "tokens": 1e8,
+    "seq_len": 4096,
+    "gpus": ["L40S", "H100-SXM"],
+    "max_gpus": 8,
+    "objective": "time",
+}
+
+
+def _rows(driver: Any, table: str) -> list[list[str]]:
+    rows: list[list[str]] = driver.execute_script(
+        f"return [...document.querySelectorAll('#{table} tbody tr')]"
+        ".map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent))"
+    )
+    return rows
+
+
+def test_training_view_answers_like_the_api(server: str, browser: Any, invoke: Invoke) -> None:
+    import httpx
+    from selenium.webdriver.support.ui import Select
+
+    api = httpx.post(f"{server}/api/train-plan", json=TRAIN_BODY, timeout=60).json()
+    expected = [[p["gpu"], str(p["gpus"]), p["layout"]] for p in api["plans"]]
+
+    browser.get(f"{server}/")
+    _wait(
+        browser,
+        "the first answer",
+        lambda d: d.execute_script("return document.body.dataset.state") == "ready",
+    )
+    browser.find_element(By.ID, "wl-training").click()
+    assert not browser.find_element(By.ID, "input_tokens").is_displayed()
+    Select(browser.find_element(By.ID, "method")).select_by_value("lora")
+    _fill(browser, TRAIN_FORM)
+    _wait(
+        browser,
+        "the training plans to match the API",
+        lambda d: [row[:3] for row in _rows(d, "train-plans")] == expected,
+    )
+    points = _wait(
+        browser,
+        "the cost vs time-to-train chart",
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#chart-train-pareto .scatterlayer .point"),
+    )
+    assert len(points) == len(api["plans"])
+    _wait(
+        browser,
+        "the training memory chart",
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#chart-train-memory .barlayer .point"),
+    )
+    assert not browser.find_element(By.ID, "plans").is_displayed()
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "web_training.png"
+    browser.save_screenshot(str(shot))
+    print(f"screenshot: {shot}")
+    assert shot.stat().st_size > 10_000
+
+    cli = invoke("train-plan", "--model", TRAIN_FORM["model"], "--tokens", "1e8", "--seq-len", "-3")
+    _fill(browser, {"seq_len": "-3"})
+    shown = _wait(browser, "the error next to seq_len", lambda d: d.find_element(By.ID, "err-seq_len").text)
+    assert shown == cli.error_line() == "error: seq_len: Input should be greater than or equal to 1"
+
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/api/" not in e["message"]]
+    assert not severe, severe
+
+
+def test_api_docs_render_from_local_assets(server: str, browser: Any) -> None:
+    from gpuplan.web.app import docs_assets
+
+    if docs_assets() is None:
+        pytest.skip("fastapi-offline is not installed: /docs loads Swagger UI from a CDN")
+    browser.get(f"{server}/docs")
+    paths = _wait(
+        browser,
+        "Swagger UI to list the API",
+        lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")],
+    )
+    assert "/api/train-plan" in " ".join(paths)

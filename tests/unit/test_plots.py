@@ -9,11 +9,12 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from gpuplan import plots, service
+from gpuplan import plots, plots_training, service
 from gpuplan.catalog import Catalog, load_catalog
 from gpuplan.errors import UserInputError
 from gpuplan.recommend import Recommendation
 from gpuplan.scenario import ScenarioFile
+from gpuplan.training.service import TrainPlanRequest, TrainPlanResult, plan_training
 
 SCENARIO = {
     "model": "meta-llama/Llama-3.1-8B",
@@ -51,7 +52,7 @@ def test_pareto_has_one_point_per_plan_coloured_by_gpu(rec: Recommendation) -> N
 
 
 def test_pareto_front_keeps_only_undominated_points() -> None:
-    front = plots._pareto_front([(1, 5), (2, 3), (3, 4), (4, 1), (5, 2)])
+    front = plots.pareto_front([(1, 5), (2, 3), (3, 4), (4, 1), (5, 2)])
     assert front == [(1, 5), (2, 3), (4, 1)]
 
 
@@ -155,3 +156,49 @@ def test_png_without_a_browser_is_one_line(
         plots.write_figure(fig, tmp_path / "memory.png")
     assert "\n" not in info.value.one_line()
     assert "Kaleido requires Google Chrome" in info.value.one_line()
+
+
+TRAIN_REQUEST = TrainPlanRequest(
+    model="meta-llama/Llama-3.1-8B",
+    method="lora",
+    tokens=1e8,
+    seq_len=4096,
+    gpus=("L40S", "H100-SXM"),
+    max_gpus=8,
+)
+
+
+@pytest.fixture(scope="module")
+def train_result(catalog: Catalog) -> TrainPlanResult:
+    return plan_training(TRAIN_REQUEST, catalog)
+
+
+def test_training_pareto_is_cost_vs_time_one_point_per_plan(train_result: TrainPlanResult) -> None:
+    fig = plots_training.train_pareto_figure(train_result)
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert sum(len(t.x) for t in points) == len(train_result.plans)
+    assert [t.name for t in points] == list(dict.fromkeys(p.gpu for p in train_result.plans))
+    assert len({t.marker.color for t in points}) == len(points)
+    best = train_result.plans[0]
+    first = next(t for t in points if t.name == best.gpu)
+    assert first.x[0] == pytest.approx(best.cost.usd_by_price_kind["on_demand"])
+    assert first.y[0] == pytest.approx(best.cost.wall_hours)
+    front = next(t for t in fig.data if t.name == "Pareto front")
+    assert front.x[0] == pytest.approx(min(p.cost.usd_by_price_kind["on_demand"] for p in train_result.plans))
+
+
+def test_training_memory_bars_are_the_plans_own_layouts(
+    catalog: Catalog, train_result: TrainPlanResult
+) -> None:
+    bars = plots_training.train_memory_bars(TRAIN_REQUEST, train_result, catalog)
+    assert [(b.gpu, b.gpus, b.layout) for b in bars] == [
+        (p.gpu, p.gpus, p.layout) for p in train_result.plans[: plots.MEMORY_MAX_PLANS]
+    ]
+    for bar, plan in zip(bars, train_result.plans, strict=False):
+        assert bar.memory.total_bytes / 2**30 == pytest.approx(plan.memory_gib_per_gpu)
+        assert bar.memory.total_bytes / 2**30 <= bar.usable_gib
+    fig = plots_training.train_memory_figure(bars)
+    stacked = [t for t in fig.data if t.type == "bar"]
+    assert [t.name for t in stacked] == [name for _, name in plots_training.TRAIN_MEMORY_PARTS]
+    assert list(stacked[0].y) == pytest.approx([b.memory.weights_bytes / 2**30 for b in bars])
+    assert fig.layout.barmode == "stack"

@@ -4,17 +4,19 @@ The web answers only for bundled models (by id or alias) or a pasted config.json
 a server path or reaches the Hub on a request's behalf. A recommend search is bounded
 (``max_gpus`` ≤ :data:`WEB_MAX_GPUS`, duplicate GPU and dtype ids dropped, :data:`TIME_LIMIT_S`
 of compute); the bound is stated in the ``X-Gpuplan-Search-Bound`` header and the assumptions.
+A train-plan search has the same bounds (``max_gpus``, duplicate GPU ids, time) and the same header.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import anyio
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
-from gpuplan import plots, service
+from gpuplan import plots, plots_training, service
 from gpuplan.catalog import Catalog
 from gpuplan.errors import FileFormatError, UnknownNameError
 from gpuplan.models import aliases, bundled_ids, parse_hf_config
@@ -24,8 +26,17 @@ from gpuplan.recommend import Recommendation
 from gpuplan.service import FitResult, PredictResult
 from gpuplan.sim.scenario import SimulateScenario
 from gpuplan.simulation import simulate_scenario
+from gpuplan.training.service import TrainPlanRequest, TrainPlanResult, plan_training
 from gpuplan.web.errors import FieldError
-from gpuplan.web.schemas import FitRequest, RecommendPlots, SearchBound, SimulateResponse, WebScenario
+from gpuplan.web.schemas import (
+    FitRequest,
+    RecommendPlots,
+    SearchBound,
+    SimulateResponse,
+    TrainPlanBody,
+    TrainPlots,
+    WebScenario,
+)
 
 WEB_MAX_SIM_REQUESTS = 20_000
 """Most simulated requests one web request may ask for (a few seconds of CPU)."""
@@ -34,6 +45,15 @@ WEB_MAX_GPUS = 256
 TIME_LIMIT_S = 30.0
 """Compute time one API request may take; past it the answer is 422 with the limit."""
 BOUND_HEADER = "X-Gpuplan-Search-Bound"
+TRAIN_METHODS = {
+    "full": "full_ft",
+    "full_ft": "full_ft",
+    "pretrain": "pretrain",
+    "lora": "lora",
+    "qlora": "qlora",
+}
+"""``gpuplan train-plan --method`` → the planner's method, as the CLI maps it (the web may not import
+the CLI, which brings typer; tests/integration/test_web_api.py pins the mapping and messages to it)."""
 T = TypeVar("T")
 
 router = APIRouter(prefix="/api")
@@ -76,32 +96,40 @@ async def bounded_call(fn: Callable[[], T]) -> T:
         ) from None
 
 
+def search_bound(asked: int) -> SearchBound:
+    """The web's limits on a search that asked for plans of up to ``asked`` GPUs."""
+    return SearchBound(
+        max_gpus_requested=asked,
+        max_gpus_searched=min(asked, WEB_MAX_GPUS),
+        max_gpus_limit=WEB_MAX_GPUS,
+        time_limit_s=TIME_LIMIT_S,
+        clamped=asked > WEB_MAX_GPUS,
+    )
+
+
 def bound_search(sc: WebScenario) -> tuple[WebScenario, SearchBound]:
     """The scenario with the web's search limits applied, and what they were."""
-    asked = sc.hardware.max_gpus
+    bound = search_bound(sc.hardware.max_gpus)
     hardware = sc.hardware.model_copy(
         update={
-            "max_gpus": min(asked, WEB_MAX_GPUS),
+            "max_gpus": bound.max_gpus_searched,
             "gpus": list(dict.fromkeys(sc.hardware.gpus)) if sc.hardware.gpus else None,
         }
     )
     allowed = sc.precision.allowed
     precision = sc.precision.model_copy(update={"allowed": list(dict.fromkeys(allowed)) if allowed else None})
-    bound = SearchBound(
-        max_gpus_requested=asked,
-        max_gpus_searched=hardware.max_gpus,
-        max_gpus_limit=WEB_MAX_GPUS,
-        time_limit_s=TIME_LIMIT_S,
-        clamped=asked > WEB_MAX_GPUS,
-    )
     return sc.model_copy(update={"hardware": hardware, "precision": precision}), bound
 
 
-def _state_bound(rec: Recommendation, bound: SearchBound, response: Response) -> Recommendation:
+def _bound_header(bound: SearchBound, response: Response) -> None:
     response.headers[BOUND_HEADER] = (
         f"max_gpus={bound.max_gpus_searched} (asked {bound.max_gpus_requested}, limit {bound.max_gpus_limit}); "
         f"time_limit_s={bound.time_limit_s:g}"
     )
+
+
+def _state_bound(rec: Recommendation, bound: SearchBound, response: Response) -> Recommendation:
+    _bound_header(bound, response)
     if not bound.clamped:
         return rec
     note = (
@@ -206,6 +234,72 @@ async def recommend_plots(
         latency_axis=latency_axis,
         figures=figures,
     )
+
+
+def _train_tokens(body: TrainPlanBody) -> float:
+    """Tokens to train on: ``tokens``, or ``epochs × samples × seq_len`` (gpuplan train-plan's rule)."""
+    if body.tokens is not None:
+        return body.tokens
+    if body.epochs is not None and body.samples is not None:
+        tokens = body.epochs * body.samples * body.seq_len
+        if not math.isfinite(tokens):
+            raise FieldError(
+                f"epochs × samples × seq_len = {tokens} tokens is not a finite number", field="tokens"
+            )
+        return tokens
+    raise FieldError("give --tokens, or --epochs with --samples", field="tokens")
+
+
+def train_request(body: TrainPlanBody) -> tuple[TrainPlanRequest, SearchBound]:
+    """``gpuplan train-plan``'s request for these flags, built as the CLI builds it, within the web's bounds.
+
+    A bad method or a missing token budget is the CLI's error (naming its flag), tagged with the
+    field; a value out of range is TrainPlanRequest's validation error, as in the CLI.
+    """
+    if body.method not in TRAIN_METHODS:
+        raise FieldError(
+            f"--method {body.method!r} is not one of full, lora, qlora, pretrain", field="method"
+        )
+    method, tokens = TRAIN_METHODS[body.method], _train_tokens(body)
+    bound = search_bound(body.max_gpus)
+    gpus = tuple(dict.fromkeys(g.strip() for g in body.gpus or () if g.strip()))
+    req = TrainPlanRequest.model_validate(
+        {
+            "model": body.model,
+            "method": method,
+            "tokens": tokens,
+            "seq_len": body.seq_len,
+            "global_batch": body.global_batch,
+            "dtype": body.dtype,
+            "max_gpus": bound.max_gpus_searched,
+            "gpus": gpus,
+            "deadline_hours": body.deadline_hours,
+            "objective": body.objective,
+        }
+    )
+    model_spec(req.model, None)  # bundled ids and aliases only: the web never reads a path
+    return req, bound
+
+
+@router.post("/train-plan", response_model=TrainPlanResult, summary="gpuplan train-plan --format json")
+async def train_plan(body: TrainPlanBody, catalog: CatalogDep, response: Response) -> TrainPlanResult:
+    """Ranked training plans; the search bound is in the X-Gpuplan-Search-Bound header."""
+    req, bound = train_request(body)
+    _bound_header(bound, response)
+    return await bounded_call(lambda: plan_training(req, catalog))
+
+
+@router.post("/plots/train-plan", response_model=TrainPlots, summary="train-plan with the page's charts")
+async def train_plan_plots(body: TrainPlanBody, catalog: CatalogDep, response: Response) -> TrainPlots:
+    req, bound = train_request(body)
+    _bound_header(bound, response)
+    result = await bounded_call(lambda: plan_training(req, catalog))
+    bars = await bounded_call(lambda: plots_training.train_memory_bars(req, result, catalog))
+    figures = {
+        "pareto": plots.figure_json(plots_training.train_pareto_figure(result)),
+        "memory": plots.figure_json(plots_training.train_memory_figure(bars)),
+    }
+    return TrainPlots(result=result, search=bound, memory=bars, figures=figures)
 
 
 @router.post("/plots/fit", summary="gpuplan fit --plot: the memory chart as plotly JSON")

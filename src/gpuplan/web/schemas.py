@@ -12,10 +12,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.plots import CostAxis, LatencyAxis, ScalingPoint
+from gpuplan.plots_training import TrainMemoryBar
 from gpuplan.recommend import Recommendation
 from gpuplan.scenario import ScenarioFile
 from gpuplan.sim.capacity import CapacityResult
 from gpuplan.sim.metrics import SimSummary
+from gpuplan.training.service import TrainPlanResult
 
 CONFIG_JSON_DESCRIPTION = (
     "a Hugging Face config.json pasted as an object; when given it defines the model and "
@@ -45,6 +47,30 @@ class FitRequest(BaseModel):
     context: int | None = Field(default=None, description="tokens per request (max_model_len)")
     utilization: float | None = Field(default=None, description="gpu_memory_utilization")
     config_json: dict[str, Any] | None = Field(default=None, description=CONFIG_JSON_DESCRIPTION)
+
+
+class TrainPlanBody(BaseModel):
+    """The flags of ``gpuplan train-plan``; turned into the CLI's TrainPlanRequest the way the CLI does.
+
+    Values are checked there (not here), so a bad value gets the CLI's own message.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(description="bundled model id or alias (see /api/models)")
+    seq_len: int = Field(description="tokens per sequence")
+    method: str = Field(default="full", description="full | lora | qlora | pretrain")
+    tokens: float | None = Field(default=None, allow_inf_nan=False, description="tokens to train on")
+    epochs: float | None = Field(
+        default=None, allow_inf_nan=False, description="epochs over `samples` sequences (instead of tokens)"
+    )
+    samples: int | None = Field(default=None, description="sequences in the dataset")
+    global_batch: int = Field(default=256, description="sequences per optimizer step")
+    dtype: str = Field(default="bf16", description="bf16 | fp8 | fp4")
+    gpus: list[str] | None = Field(default=None, description="GPU ids (default: all)")
+    max_gpus: int = Field(default=64, description="largest GPU count to try (web limit 256)")
+    deadline_hours: float | None = Field(default=None, allow_inf_nan=False, description="wall-time limit")
+    objective: str = Field(default="time", description="time | cost")
 
 
 class SearchBound(BaseModel):
@@ -82,6 +108,17 @@ class RecommendPlots(BaseModel):
     cost_axis: CostAxis
     latency_axis: LatencyAxis
     figures: dict[str, dict[str, Any]] = Field(description="plotly figure JSON: pareto, memory, throughput")
+
+
+class TrainPlots(BaseModel):
+    """The page's training view: the train-plan answer, the search bound, memory by part, the figures."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result: TrainPlanResult
+    search: SearchBound
+    memory: list[TrainMemoryBar] = Field(description="memory by part of one GPU of the top plans")
+    figures: dict[str, dict[str, Any]] = Field(description="plotly figure JSON: pareto, memory")
 
 
 class SimulateResponse(BaseModel):

@@ -1,4 +1,5 @@
-// gpuplan page: form -> POST /api/plots/recommend -> table + plotly charts. No build step, no CDN.
+// gpuplan page: form -> POST /api/plots/recommend (inference) or /api/plots/train-plan (training)
+// -> table + plotly charts. No build step, no CDN.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -9,6 +10,10 @@ const FIELD_INPUTS = [
   ["sla.tpot_ms", "tpot_ms"], ["prices.max_usd_per_hour", "budget"], ["hardware.max_gpus", "max_gpus"],
   ["hardware.gpus", "gpus"], ["GPU", "gpus"], ["precision.allowed", "dtypes"], ["dtype", "dtypes"],
   ["config_json", "config_json"], ["model", "model"],
+  // train-plan fields (the flags of gpuplan train-plan)
+  ["method", "method"], ["tokens", "tokens"], ["epochs", "tokens"], ["samples", "tokens"],
+  ["seq_len", "seq_len"], ["deadline_hours", "deadline_hours"], ["objective", "objective"],
+  ["max_gpus", "max_gpus"], ["gpus", "gpus"],
 ];
 const PLAN_COLUMNS = [
   ["gpu", "gpu"], ["count", "count"], ["tp", "tp"], ["pp", "pp"], ["replicas", "repl"],
@@ -16,6 +21,14 @@ const PLAN_COLUMNS = [
   ["output_tokens_per_s", "tok/s"], ["usd_per_hour", "$/h"], ["usd_per_month", "$/month"],
   ["usd_per_million_output_tokens", "$/1M out"], ["memory_per_gpu_gib", "GiB/GPU"],
 ];
+// The columns of gpuplan train-plan's table.
+const TRAIN_COLUMNS = [
+  ["gpu", "gpu"], ["gpus", "gpus"], ["layout", "layout"], [(p) => p.step.tokens_per_s_per_gpu, "tok/s/GPU"],
+  [(p) => p.step.mfu, "MFU"], [(p) => p.step.step_time_s, "step s"], ["memory_gib_per_gpu", "GiB/GPU"],
+  [(p) => p.cost.wall_hours, "hours"], [(p) => p.cost.usd_by_price_kind.on_demand, "$ on-demand"],
+  [(p) => p.cost.energy_kwh, "kWh"],
+];
+const REJECTED_SHOWN = 20;
 let latest = 0;
 let timer = null;
 
@@ -35,6 +48,30 @@ function num(id) {
 function list(id) {
   const items = $(id).value.split(",").map((s) => s.trim()).filter((s) => s);
   return items.length ? items : undefined;
+}
+
+function training() {
+  return $("wl-training").checked;
+}
+
+function applyWorkload() {
+  document.body.dataset.workload = training() ? "training" : "inference";
+  document.body.dataset.amount = $("amount_kind").value;
+}
+
+function trainBody() {
+  const amount = $("amount_kind").value === "tokens"
+    ? { tokens: num("tokens") } : { epochs: num("epochs"), samples: num("samples") };
+  return {
+    model: $("model").value.trim(),
+    method: $("method").value,
+    ...amount,
+    seq_len: num("seq_len"),
+    gpus: list("gpus"),
+    max_gpus: num("max_gpus"),
+    deadline_hours: num("deadline_hours"),
+    objective: $("train_objective").value,
+  };
 }
 
 function body() {
@@ -93,9 +130,9 @@ function fillTable(id, columns, rows, rowClass) {
     if (rowClass) tr.className = rowClass(i);
     for (const [key] of columns) {
       const td = document.createElement("td");
-      const cell = typeof key === "function" ? key(row) : fmt(row[key]);
-      if (cell instanceof Node) td.appendChild(cell); else td.textContent = cell;
-      if (typeof key === "function" || typeof row[key] === "string") td.className = "text";
+      const cell = typeof key === "function" ? key(row) : row[key];
+      if (cell instanceof Node) td.appendChild(cell); else td.textContent = fmt(cell);
+      if (cell instanceof Node || typeof cell === "string") td.className = "text";
       tr.appendChild(td);
     }
     return tr;
@@ -104,7 +141,9 @@ function fillTable(id, columns, rows, rowClass) {
 
 function plot(id, figure) {
   if (!window.Plotly) {
-    $("charts-note").textContent = "Charts need plotly on the server (pip install 'gpuplan[plot]').";
+    for (const note of ["charts-note", "train-charts-note"]) {
+      $(note).textContent = "Charts need plotly on the server (pip install 'gpuplan[plot]').";
+    }
     return;
   }
   window.Plotly.react($(id), figure.data, figure.layout, { responsive: true, displaylogo: false });
@@ -124,25 +163,48 @@ function render(answer) {
   document.body.dataset.state = "ready";
 }
 
+function renderTraining(answer) {
+  const result = answer.result;
+  fillTable("train-plans", TRAIN_COLUMNS, result.plans, (i) => (i === 0 ? "best" : ""));
+  const more = result.rejected.length - REJECTED_SHOWN;
+  fillList("train-rejected", result.rejected.slice(0, REJECTED_SHOWN).concat(more > 0 ? [[`(+${more} more)`, ""]] : []),
+    ([name, why]) => (why ? `${name}: ${why}` : name));
+  const b = answer.search;
+  $("train-bound").textContent = `Search bound: up to ${b.max_gpus_searched} GPUs ` +
+    `(asked ${b.max_gpus_requested}, web limit ${b.max_gpus_limit}), ${b.time_limit_s} s of compute. ` +
+    "Cost is the on-demand price of the whole run.";
+  for (const name of ["pareto", "memory"]) plot(`chart-train-${name}`, answer.figures[name]);
+  const best = result.plans[0];
+  $("status").textContent = `${result.plans.length} training plans for ${result.model} (${result.method}); ` +
+    `best: ${best.gpus}x ${best.gpu}, ${fmt(best.cost.wall_hours)} h`;
+  document.body.dataset.state = "ready";
+}
+
+function request() {
+  if (training()) return ["/api/plots/train-plan", trainBody(), renderTraining];
+  const query = new URLSearchParams({ cost_axis: $("cost_axis").value, latency_axis: $("latency_axis").value });
+  return [`/api/plots/recommend?${query}`, body(), render];
+}
+
 async function run() {
   const ticket = ++latest;
   clearErrors();
-  let doc;
+  applyWorkload();
+  let url, doc, show;
   try {
-    doc = body();
+    [url, doc, show] = request();
   } catch (err) {
     showError(err);
     return;
   }
   document.body.dataset.state = "busy";
   $("status").textContent = "searching...";
-  const query = new URLSearchParams({ cost_axis: $("cost_axis").value, latency_axis: $("latency_axis").value });
-  const response = await fetch(`/api/plots/recommend?${query}`, {
+  const response = await fetch(url, {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(doc),
   });
   const answer = await response.json();
   if (ticket !== latest) return; // a newer request is on its way
-  if (response.ok) render(answer); else showError(answer);
+  if (response.ok) show(answer); else showError(answer);
 }
 
 function link(url, text) {
@@ -178,6 +240,7 @@ function schedule() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  $("form").addEventListener("change", applyWorkload);
   $("form").addEventListener("input", schedule);
   $("form").addEventListener("change", schedule);
   $("form").addEventListener("submit", (e) => { e.preventDefault(); run(); });
