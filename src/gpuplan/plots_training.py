@@ -62,7 +62,7 @@ def train_memory_bars(
     search finds first is the plan's own.
     """
     model = model_for_seq_len(get_model(req.model), req.seq_len)
-    job = training._job(req, model)
+    job = training.training_job(req, model)
     bars = []
     for rank, plan in enumerate(result.plans[:limit], start=1):
         gpu = catalog.get_gpu(plan.gpu)

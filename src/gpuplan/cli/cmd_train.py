@@ -16,28 +16,15 @@ from gpuplan.training.service import (
     TrainPlanResult,
     fit_training,
     plan_training,
+    resolve_method,
+    tokens_to_train,
 )
 from gpuplan.training.spec import TrainingJob, TrainingLayout
 from gpuplan.units import GIB
 
 __all__ = ["app"]
 
-METHODS = {"full": "full_ft", "full_ft": "full_ft", "pretrain": "pretrain", "lora": "lora", "qlora": "qlora"}
 MethodOpt = Annotated[str, typer.Option(help="full | lora | qlora | pretrain")]
-
-
-def _method(value: str) -> str:
-    if value not in METHODS:
-        raise UserInputError(f"--method {value!r} is not one of full, lora, qlora, pretrain")
-    return METHODS[value]
-
-
-def _tokens(tokens: float | None, epochs: float | None, samples: int | None, seq_len: int) -> float:
-    if tokens is not None:
-        return tokens
-    if epochs is not None and samples is not None:
-        return epochs * samples * seq_len
-    raise UserInputError("give --tokens, or --epochs with --samples")
 
 
 @app.command("train-plan")
@@ -61,33 +48,48 @@ def train_plan(
     """Rank GPU × count × parallel layout for training or fine-tuning a token budget."""
     out = fmt(format)
     req = TrainPlanRequest(
-        model=model, method=_method(method), tokens=_tokens(tokens, epochs, samples, seq_len),
-        seq_len=seq_len, global_batch=global_batch, dtype=dtype, max_gpus=max_gpus,
+        model=model,
+        method=resolve_method(method),
+        tokens=tokens_to_train(tokens, epochs, samples, seq_len),
+        seq_len=seq_len,
+        global_batch=global_batch,
+        dtype=dtype,
+        max_gpus=max_gpus,
         gpus=tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
-        deadline_hours=deadline_hours, objective=objective,
+        deadline_hours=deadline_hours,
+        objective=objective,
     )
     render_train_plan(plan_training(req, catalog_from(catalog)), out)
 
 
-TASK_METHODS = {("train", "full"): "pretrain", ("finetune", "full"): "full_ft"}
-"""``recommend --task train|finetune --method full|lora|qlora`` → the planner's method."""
-
-
 def recommend_training(
-    *, task: str, method: str, model: str | None, seq_len: int | None, tokens: float | None, global_batch: int,
-    gpus: str | None, max_gpus: int, objective: str, out: str, catalog: CatalogOpt,
+    *,
+    task: str,
+    method: str,
+    model: str | None,
+    seq_len: int | None,
+    tokens: float | None,
+    global_batch: int,
+    gpus: str | None,
+    max_gpus: int,
+    objective: str,
+    out: str,
+    catalog: CatalogOpt,
 ) -> None:
     """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked)."""
     if not (model and seq_len and tokens):
         raise UserInputError(f"recommend --task {task} needs --model, --seq-len and --tokens")
-    if method not in ("full", "lora", "qlora"):
-        raise UserInputError(f"--method {method!r} is not one of full, lora, qlora")
-    if task == "train" and method != "full":
-        raise UserInputError("--task train trains all weights: use --task finetune for lora/qlora")
     req = TrainPlanRequest.model_validate(
-        {"model": model, "method": TASK_METHODS.get((task, method), method), "tokens": tokens, "seq_len": seq_len,
-         "global_batch": global_batch, "max_gpus": max_gpus, "objective": "cost" if objective == "cost" else "time",
-         "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else ()}
+        {
+            "model": model,
+            "method": resolve_method(method, task=task),
+            "tokens": tokens,
+            "seq_len": seq_len,
+            "global_batch": global_batch,
+            "max_gpus": max_gpus,
+            "objective": "cost" if objective == "cost" else "time",
+            "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
+        }
     )
     render_train_plan(plan_training(req, catalog_from(catalog)), out)
 
@@ -102,11 +104,32 @@ def render_train_plan(result: TrainPlanResult, out: str) -> None:
 
 def _plan_table(result: TrainPlanResult) -> None:
     rows = [
-        [p.gpu, p.gpus, p.layout, p.step.tokens_per_s_per_gpu, p.step.mfu, p.step.step_time_s,
-         p.memory_gib_per_gpu, p.cost.wall_hours, p.cost.usd_by_price_kind.get("on_demand"), p.cost.energy_kwh]
+        [
+            p.gpu,
+            p.gpus,
+            p.layout,
+            p.step.tokens_per_s_per_gpu,
+            p.step.mfu,
+            p.step.step_time_s,
+            p.memory_gib_per_gpu,
+            p.cost.wall_hours,
+            p.cost.usd_by_price_kind.get("on_demand"),
+            p.cost.energy_kwh,
+        ]
         for p in result.plans
     ]
-    columns = ["gpu", "gpus", "layout", "tok/s/GPU", "MFU", "step s", "GiB/GPU", "hours", "$ on-demand", "kWh"]
+    columns = [
+        "gpu",
+        "gpus",
+        "layout",
+        "tok/s/GPU",
+        "MFU",
+        "step s",
+        "GiB/GPU",
+        "hours",
+        "$ on-demand",
+        "kWh",
+    ]
     table(f"{result.model} {result.method}, {result.tokens:.3g} tokens", columns, rows)
     if result.rejected:
         lines([f"{name}: {why}" for name, why in result.rejected[:10]], title="rejected")
@@ -138,12 +161,27 @@ def train_fit(
     """Training memory per GPU (weights, grads, optimizer, activations) and step time of one layout."""
     out = fmt(format)
     job = TrainingJob.model_validate(
-        {"method": _method(method), "dtype": dtype, "seq_len": seq_len, "optimizer": optimizer,
-         "global_batch": global_batch or micro_batch * dp, "lora_rank": lora_rank, "allow_long_seq": allow_long_seq}
+        {
+            "method": resolve_method(method),
+            "dtype": dtype,
+            "seq_len": seq_len,
+            "optimizer": optimizer,
+            "global_batch": global_batch or micro_batch * dp,
+            "lora_rank": lora_rank,
+            "allow_long_seq": allow_long_seq,
+        }
     )
     layout = TrainingLayout.model_validate(
-        {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "zero_stage": zero, "micro_batch": micro_batch,
-         "checkpointing": checkpointing}
+        {
+            "tp": tp,
+            "pp": pp,
+            "dp": dp,
+            "cp": cp,
+            "ep": ep,
+            "zero_stage": zero,
+            "micro_batch": micro_batch,
+            "checkpointing": checkpointing,
+        }
     )
     result = fit_training(model, gpu, job, layout, catalog_from(catalog))
     if out == "json":
@@ -154,11 +192,23 @@ def train_fit(
 
 def _fit_table(r: TrainFitResult) -> None:
     m = r.memory
-    parts = [("weights", m.weights_bytes), ("gradients", m.gradients_bytes), ("optimizer", m.optimizer_bytes),
-             ("activations", m.activations_bytes), ("logits", m.logits_bytes), ("overhead", m.overhead_bytes),
-             ("total", m.total_bytes)]
-    table(f"{r.model} on {r.gpu} ({r.layout}): {'fits' if r.fits else 'does NOT fit'} in {r.usable_gib:.1f} GiB",
-          ["part", "GiB/GPU"], [[name, value / GIB] for name, value in parts])
+    parts = [
+        ("weights", m.weights_bytes),
+        ("gradients", m.gradients_bytes),
+        ("optimizer", m.optimizer_bytes),
+        ("activations", m.activations_bytes),
+        ("logits", m.logits_bytes),
+        ("overhead", m.overhead_bytes),
+        ("total", m.total_bytes),
+    ]
+    table(
+        f"{r.model} on {r.gpu} ({r.layout}): {'fits' if r.fits else 'does NOT fit'} in {r.usable_gib:.1f} GiB",
+        ["part", "GiB/GPU"],
+        [[name, value / GIB] for name, value in parts],
+    )
     if r.step is not None:
-        table("step", ["step s", "tok/s/GPU", "TFLOP/s/GPU", "MFU"],
-              [[r.step.step_time_s, r.step.tokens_per_s_per_gpu, r.step.model_tflops_per_gpu, r.step.mfu]])
+        table(
+            "step",
+            ["step s", "tok/s/GPU", "TFLOP/s/GPU", "MFU"],
+            [[r.step.step_time_s, r.step.tokens_per_s_per_gpu, r.step.model_tflops_per_gpu, r.step.mfu]],
+        )

@@ -7,6 +7,8 @@ Entry points: :func:`plan_training` (``gpuplan train-plan``) and :func:`fit_trai
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.catalog import Catalog
@@ -83,20 +85,65 @@ def _counts(max_gpus: int) -> list[int]:
     return out
 
 
-def _job(req: TrainPlanRequest, model: ModelSpec) -> TrainingJob:
+METHODS: dict[str, Method] = {
+    "full": "full_ft",
+    "full_ft": "full_ft",
+    "pretrain": "pretrain",
+    "lora": "lora",
+    "qlora": "qlora",
+}
+"""``--method`` words (train-plan, the web form) → the planner's method."""
+TASK_METHODS: dict[tuple[str, str], Method] = {("train", "full"): "pretrain", ("finetune", "full"): "full_ft"}
+"""``recommend --task train|finetune --method full`` → the planner's method."""
+
+
+def resolve_method(method: str, *, task: str | None = None) -> Method:
+    """A ``--method`` word as the planner's method; UserInputError naming the valid words."""
+    if task is not None:
+        if method not in ("full", "lora", "qlora"):
+            raise UserInputError(f"--method {method!r} is not one of full, lora, qlora")
+        if task == "train" and method != "full":
+            raise UserInputError("--task train trains all weights: use --task finetune for lora/qlora")
+        return TASK_METHODS.get((task, method), METHODS[method])
+    if method not in METHODS:
+        raise UserInputError(f"--method {method!r} is not one of full, lora, qlora, pretrain")
+    return METHODS[method]
+
+
+def tokens_to_train(tokens: float | None, epochs: float | None, samples: int | None, seq_len: int) -> float:
+    """The token budget: ``tokens``, or ``epochs × samples × seq_len``."""
+    if tokens is not None:
+        return tokens
+    if epochs is not None and samples is not None:
+        budget = epochs * samples * seq_len
+        if not math.isfinite(budget):
+            raise UserInputError(f"epochs × samples × seq_len = {budget} tokens is not a finite number")
+        return budget
+    raise UserInputError("give --tokens, or --epochs with --samples")
+
+
+def training_job(req: TrainPlanRequest, model: ModelSpec) -> TrainingJob:
+    """The planner's job for a request (dtype rules applied, checked against the model)."""
     dtype = "bf16" if req.dtype in ("bf16", "int4", "nf4") else req.dtype
     if dtype not in ("bf16", "fp16", "fp8", "fp4"):
         raise UserInputError(f"dtype {req.dtype!r} is not one of bf16, fp16, fp8, fp4")
     job = TrainingJob.model_validate(
-        {"method": req.method, "dtype": dtype, "seq_len": req.seq_len, "global_batch": req.global_batch,
-         "optimizer": req.optimizer, "lora_rank": req.lora_rank}
+        {
+            "method": req.method,
+            "dtype": dtype,
+            "seq_len": req.seq_len,
+            "global_batch": req.global_batch,
+            "optimizer": req.optimizer,
+            "lora_rank": req.lora_rank,
+        }
     )
     check_layout(model, job, TrainingLayout(micro_batch=1, dp=1))
     return job
 
 
-def _plan(req: TrainPlanRequest, catalog: Catalog, gpu_id: str, count: int, model: ModelSpec,
-          job: TrainingJob) -> tuple[TrainPlan | None, str]:
+def _plan(
+    req: TrainPlanRequest, catalog: Catalog, gpu_id: str, count: int, model: ModelSpec, job: TrainingJob
+) -> tuple[TrainPlan | None, str]:
     gpu = catalog.get_gpu(gpu_id)
     found = search_layouts(model, gpu, job, count, default_training_calibration())
     if not found.candidates:
@@ -104,10 +151,21 @@ def _plan(req: TrainPlanRequest, catalog: Catalog, gpu_id: str, count: int, mode
         return None, f"nothing fits: {reason}"
     best = found.candidates[0]
     prices = {k: p.usd for k in PRICE_KINDS if (p := catalog.price(gpu.id, k)) is not None}
-    cost = training_cost(tokens=req.tokens, tokens_per_s=best.step.tokens_per_s, gpus=count,
-                         usd_per_gpu_hour=prices, tdp_watts=gpu.tdp_watts)
-    plan = TrainPlan(gpu=gpu.id, gpus=count, layout=best.layout.label(), step=best.step,
-                     memory_gib_per_gpu=best.memory.total_bytes / GIB, cost=cost)
+    cost = training_cost(
+        tokens=req.tokens,
+        tokens_per_s=best.step.tokens_per_s,
+        gpus=count,
+        usd_per_gpu_hour=prices,
+        tdp_watts=gpu.tdp_watts,
+    )
+    plan = TrainPlan(
+        gpu=gpu.id,
+        gpus=count,
+        layout=best.layout.label(),
+        step=best.step,
+        memory_gib_per_gpu=best.memory.total_bytes / GIB,
+        cost=cost,
+    )
     if req.deadline_hours is not None and cost.wall_hours > req.deadline_hours:
         return None, f"{cost.wall_hours:.1f} h misses the {req.deadline_hours:g} h deadline"
     return plan, ""
@@ -120,7 +178,7 @@ def _cost_key(plan: TrainPlan) -> float:
 def plan_training(req: TrainPlanRequest, catalog: Catalog) -> TrainPlanResult:
     """Rank GPU × count × layout plans for a training job; InfeasibleError when none fits."""
     model = model_for_seq_len(get_model(req.model), req.seq_len)
-    job = _job(req, model)
+    job = training_job(req, model)
     gpu_ids = list(req.gpus) or catalog.gpu_ids()
     plans: list[TrainPlan] = []
     rejected: list[tuple[str, str]] = []
@@ -138,8 +196,9 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog) -> TrainPlanResult:
         raise InfeasibleError(f"no plan fits or meets the deadline ({misses})")
     key = _cost_key if req.objective == "cost" else (lambda p: p.cost.wall_hours)
     plans.sort(key=key)
-    return TrainPlanResult(model=model.id, method=job.method, tokens=req.tokens, plans=plans[:PLAN_LIMIT],
-                           rejected=rejected)
+    return TrainPlanResult(
+        model=model.id, method=job.method, tokens=req.tokens, plans=plans[:PLAN_LIMIT], rejected=rejected
+    )
 
 
 class TrainFitResult(BaseModel):
@@ -154,8 +213,9 @@ class TrainFitResult(BaseModel):
     step: StepPrediction | None
 
 
-def fit_training(model_id: str, gpu_id: str, job: TrainingJob, layout: TrainingLayout,
-                 catalog: Catalog) -> TrainFitResult:
+def fit_training(
+    model_id: str, gpu_id: str, job: TrainingJob, layout: TrainingLayout, catalog: Catalog
+) -> TrainFitResult:
     """Memory breakdown (and step time when it fits) of one training layout."""
     model = model_for_seq_len(get_model(model_id), job.seq_len)
     gpu = catalog.get_gpu(gpu_id)
@@ -164,5 +224,12 @@ def fit_training(model_id: str, gpu_id: str, job: TrainingJob, layout: TrainingL
     usable = usable_memory_bytes(gpu)
     fits = memory.total_bytes <= usable
     step = predict_step(model, gpu, job, layout, default_training_calibration()) if fits else None
-    return TrainFitResult(model=model.id, gpu=gpu.id, layout=layout.label(), memory=memory,
-                          usable_gib=usable / GIB, fits=fits, step=step)
+    return TrainFitResult(
+        model=model.id,
+        gpu=gpu.id,
+        layout=layout.label(),
+        memory=memory,
+        usable_gib=usable / GIB,
+        fits=fits,
+        step=step,
+    )

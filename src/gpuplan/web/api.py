@@ -9,7 +9,6 @@ A train-plan search has the same bounds (``max_gpus``, duplicate GPU ids, time) 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -18,7 +17,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
 from gpuplan import plots, plots_training, service
 from gpuplan.catalog import Catalog
-from gpuplan.errors import FileFormatError, UnknownNameError
+from gpuplan.errors import FileFormatError, UnknownNameError, UserInputError
 from gpuplan.models import aliases, bundled_ids, parse_hf_config
 from gpuplan.models.registry import HUB_HINT, list_models
 from gpuplan.models.spec import ModelSpec
@@ -26,7 +25,13 @@ from gpuplan.recommend import Recommendation
 from gpuplan.service import FitResult, PredictResult
 from gpuplan.sim.scenario import SimulateScenario
 from gpuplan.simulation import simulate_scenario
-from gpuplan.training.service import TrainPlanRequest, TrainPlanResult, plan_training
+from gpuplan.training.service import (
+    TrainPlanRequest,
+    TrainPlanResult,
+    plan_training,
+    resolve_method,
+    tokens_to_train,
+)
 from gpuplan.web.errors import FieldError
 from gpuplan.web.schemas import (
     FitRequest,
@@ -45,15 +50,6 @@ WEB_MAX_GPUS = 256
 TIME_LIMIT_S = 30.0
 """Compute time one API request may take; past it the answer is 422 with the limit."""
 BOUND_HEADER = "X-Gpuplan-Search-Bound"
-TRAIN_METHODS = {
-    "full": "full_ft",
-    "full_ft": "full_ft",
-    "pretrain": "pretrain",
-    "lora": "lora",
-    "qlora": "qlora",
-}
-"""``gpuplan train-plan --method`` → the planner's method, as the CLI maps it (the web may not import
-the CLI, which brings typer; tests/integration/test_web_api.py pins the mapping and messages to it)."""
 T = TypeVar("T")
 
 router = APIRouter(prefix="/api")
@@ -237,17 +233,11 @@ async def recommend_plots(
 
 
 def _train_tokens(body: TrainPlanBody) -> float:
-    """Tokens to train on: ``tokens``, or ``epochs × samples × seq_len`` (gpuplan train-plan's rule)."""
-    if body.tokens is not None:
-        return body.tokens
-    if body.epochs is not None and body.samples is not None:
-        tokens = body.epochs * body.samples * body.seq_len
-        if not math.isfinite(tokens):
-            raise FieldError(
-                f"epochs × samples × seq_len = {tokens} tokens is not a finite number", field="tokens"
-            )
-        return tokens
-    raise FieldError("give --tokens, or --epochs with --samples", field="tokens")
+    """``gpuplan train-plan``'s token budget rule, with the error tagged to the form's field."""
+    try:
+        return tokens_to_train(body.tokens, body.epochs, body.samples, body.seq_len)
+    except UserInputError as exc:
+        raise FieldError(exc.message, field="tokens") from None
 
 
 def train_request(body: TrainPlanBody) -> tuple[TrainPlanRequest, SearchBound]:
@@ -256,11 +246,11 @@ def train_request(body: TrainPlanBody) -> tuple[TrainPlanRequest, SearchBound]:
     A bad method or a missing token budget is the CLI's error (naming its flag), tagged with the
     field; a value out of range is TrainPlanRequest's validation error, as in the CLI.
     """
-    if body.method not in TRAIN_METHODS:
-        raise FieldError(
-            f"--method {body.method!r} is not one of full, lora, qlora, pretrain", field="method"
-        )
-    method, tokens = TRAIN_METHODS[body.method], _train_tokens(body)
+    try:
+        method = resolve_method(body.method)
+    except UserInputError as exc:
+        raise FieldError(exc.message, field="method") from None
+    tokens = _train_tokens(body)
     bound = search_bound(body.max_gpus)
     gpus = tuple(dict.fromkeys(g.strip() for g in body.gpus or () if g.strip()))
     req = TrainPlanRequest.model_validate(
