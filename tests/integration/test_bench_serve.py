@@ -1,9 +1,9 @@
 """The load tester against the mock server on loopback: measured back, rate held, faults, kill + resume.
 
 Timing tolerances come from the issue; the machine may be loaded (CI, 2 cores shared by client and
-mock), so each timing assertion gets one retry (``_twice``). Poisson is run at 200 req/s for 10 s (the
-issue says 30 s; 10 s keeps CI fast and the count is fixed by the schedule, so the check is on the
-client keeping up, not on sampling noise).
+mock), so each timing assertion gets one retry (``_twice``). Poisson is run at 200 req/s for 30 s, as
+the issue asks; the count is fixed by the schedule, so the check is on the client keeping up, not on
+sampling noise.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from gpuplan.results import Store
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = {**os.environ, "PYTHONPATH": SRC}
-TTFT_TOL_MS = 4.0
+TTFT_TOL_MS = 2.0
+"""The issue's tolerance; measured here ≈ 50.5-50.7 ms P50 against the mock's 50 ms."""
 
 
 def _start_mock(*flags: str) -> tuple[subprocess.Popen[str], str]:
@@ -64,9 +65,6 @@ def test_measures_back_what_the_mock_was_set_to(mock: str, tmp_path: Path) -> No
     def check() -> None:
         s = _run(mock, tmp_path, rate_rps=20.0, arrival="constant", warmup_s=0.5)
         assert s.requests_completed == 60 and not s.errors
-        # The issue asks for 2 ms. Measured here ≈ 51.8 ms sequentially and ≈ 53 ms at 20 req/s on a 2-core
-        # machine shared with other jobs (client overhead before the request is on the wire + the mock's
-        # ~0.7 ms timer lateness); 4 ms keeps CI stable, the gap to 2 ms is tracked in docs/bench.md.
         assert s.ttft_ms.p50 is not None and abs(s.ttft_ms.p50 - 50.0) <= TTFT_TOL_MS, s.ttft_ms
         assert s.itl_ms.mean is not None and abs(s.itl_ms.mean - 10.0) <= 0.5, s.itl_ms
         assert s.output_tokens_mean == 32
@@ -82,8 +80,8 @@ def test_chat_api_and_closed_loop(mock: str, tmp_path: Path) -> None:
 
 def test_poisson_200_rps_holds_the_count(mock: str, tmp_path: Path) -> None:
     def check() -> None:
-        s = _run(mock, tmp_path, rate_rps=200.0, duration_s=10.0, output_tokens=8, input_tokens=16)
-        assert abs(s.requests_completed - 2000) <= 40, s.requests_completed
+        s = _run(mock, tmp_path, rate_rps=200.0, duration_s=30.0, output_tokens=8, input_tokens=16)
+        assert abs(s.requests_completed - 6000) <= 120, s.requests_completed
         assert abs(s.achieved_rate - 200.0) <= 4.0, s.achieved_rate
 
     _twice(check)
