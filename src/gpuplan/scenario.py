@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import FileFormatError
 from gpuplan.perf.inference import Scenario as ScenarioKind
+from gpuplan.training.scenario import TrainingScenarioFile
 
 
 class _Frozen(BaseModel):
@@ -115,11 +116,7 @@ def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
 
 def load_scenario(path: Path) -> ScenarioFile:
     """Read and validate a scenario file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"cannot read scenario {path}: {exc}", hint="check the path") from None
-    return parse_scenario(text, origin=str(path))
+    return parse_scenario(read_scenario_text(path), origin=str(path))
 
 
 def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
@@ -135,3 +132,31 @@ def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
 def _one_line(text: str) -> str:
     """User text inside an error stays on one line: control characters are escaped."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def is_training_document(text: str) -> bool:
+    """Whether scenario YAML text is a training scenario (it has a top-level ``training`` section)."""
+    try:
+        data: Any = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        return False  # the real parse reports the error with its line
+    return isinstance(data, dict) and "training" in data
+
+
+def parse_training_scenario(text: str, *, origin: str) -> TrainingScenarioFile:
+    """Validate a training scenario (model, hardware.gpu, training, layout)."""
+    return parse_yaml_document(
+        text,
+        TrainingScenarioFile,
+        origin=origin,
+        keys="model, hardware, training, layout",
+        doc="docs/scenarios.md",
+    )
+
+
+def read_scenario_text(path: Path) -> str:
+    """A scenario file's text; FileFormatError naming it when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"cannot read scenario {path}: {exc}", hint="check the path") from None

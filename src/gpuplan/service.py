@@ -210,6 +210,27 @@ def fit(
     return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem)
 
 
+def fit_from_scenario(sc: ScenarioFile, catalog: Catalog) -> FitResult:
+    """``fit --scenario``: the deployment of an inference scenario, at its context length."""
+    if not sc.hardware.gpu:
+        raise UserInputError(
+            "hardware.gpu is required for fit", hint="e.g. hardware: {gpu: H100-SXM, count: 2}"
+        )
+    return fit(
+        sc.model,
+        sc.hardware.gpu,
+        catalog,
+        count=sc.hardware.count,
+        tp=sc.parallelism.tp,
+        pp=sc.parallelism.pp,
+        weight_dtype=sc.precision.weights,
+        kv_dtype=sc.precision.kv_cache,
+        engine=sc.engine,
+        context_tokens=sc.max_model_len or sc.workload.input_tokens + sc.workload.output_tokens,
+        utilization=sc.gpu_memory_utilization,
+    )
+
+
 def scenario_from_mapping(doc: dict[str, Any]) -> ScenarioFile:
     """A scenario built from CLI flags or an API body; None values mean 'not given'."""
     cleaned = _drop_none(doc)

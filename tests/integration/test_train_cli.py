@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -76,3 +77,51 @@ def test_recommend_task_train_rejects_lora() -> None:
     )
     assert result.exit_code != 0
     assert "finetune" in result.output
+
+
+TRAINING_SCENARIO = """\
+model: meta-llama/Llama-3.1-8B
+hardware: {gpu: A100-80GB-SXM}
+training: {method: lora, seq_len: 2048, global_batch: 8, lora_rank: 16}
+layout: {dp: 8, micro_batch: 1, checkpointing: full}
+"""
+
+
+def test_predict_and_fit_accept_a_training_scenario(tmp_path: Path) -> None:
+    path = tmp_path / "train.yaml"
+    path.write_text(TRAINING_SCENARIO, encoding="utf-8")
+    flags = ["train-fit", "--model", MODEL, "--gpu", "A100-80GB-SXM", "--seq-len", "2048", "--method", "lora",
+             "--lora-rank", "16", "--dp", "8", "--global-batch", "8", "--checkpointing", "full", "--format", "json"]
+    expected = json.loads(runner.invoke(app, flags).stdout)
+    for command in (["predict", str(path)], ["fit", "--scenario", str(path)]):
+        result = runner.invoke(app, [*command, "--format", "json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout) == expected  # the same layout as the flags: the same answer
+
+
+def test_training_scenario_errors_name_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(TRAINING_SCENARIO.replace("seq_len: 2048", "seq_len: -5"), encoding="utf-8")
+    result = runner.invoke(app, ["predict", str(path)])
+    assert result.exit_code == 1
+    assert "training.seq_len" in result.output and "Traceback" not in result.output
+
+
+def test_fit_scenario_for_inference_matches_the_flags(tmp_path: Path) -> None:
+    path = tmp_path / "infer.yaml"
+    path.write_text(
+        "model: meta-llama/Llama-3.1-8B\nhardware: {gpu: H100-SXM, count: 2}\nprecision: {weights: fp8}\n"
+        "workload: {input_tokens: 2000, output_tokens: 48}\n",
+        encoding="utf-8",
+    )
+    by_file = runner.invoke(app, ["fit", "--scenario", str(path), "--format", "json"])
+    by_flags = runner.invoke(app, ["fit", "--model", MODEL, "--gpu", "H100-SXM", "--count", "2", "--dtype", "fp8",
+                                   "--context", "2048", "--format", "json"])
+    assert by_file.exit_code == 0, by_file.output
+    assert json.loads(by_file.stdout) == json.loads(by_flags.stdout)
+
+
+def test_fit_without_model_or_scenario_is_a_one_line_error() -> None:
+    result = runner.invoke(app, ["fit", "--gpu", "H100-SXM"])
+    assert result.exit_code == 1
+    assert "--scenario" in result.output

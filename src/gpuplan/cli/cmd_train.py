@@ -10,6 +10,7 @@ import typer
 from gpuplan.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.cli.render import emit_json, lines, table
 from gpuplan.errors import UserInputError
+from gpuplan.training.scenario import TrainingScenarioFile
 from gpuplan.training.service import (
     TrainFitResult,
     TrainPlanRequest,
@@ -212,3 +213,12 @@ def _fit_table(r: TrainFitResult) -> None:
             ["step s", "tok/s/GPU", "TFLOP/s/GPU", "MFU"],
             [[r.step.step_time_s, r.step.tokens_per_s_per_gpu, r.step.model_tflops_per_gpu, r.step.mfu]],
         )
+
+
+def predict_training_scenario(sc: TrainingScenarioFile, catalog: CatalogOpt, out: str) -> None:
+    """``gpuplan predict`` / ``fit --scenario`` on a training scenario: what ``train-fit`` prints."""
+    result = fit_training(sc.model, sc.hardware.gpu, sc.training, sc.layout, catalog_from(catalog))
+    if out == "json":
+        emit_json(result)
+        return
+    _fit_table(result)

@@ -10,12 +10,18 @@ import typer
 from gpuplan import plots, service
 from gpuplan.calibrate.profile import load_calibration
 from gpuplan.cli import views
-from gpuplan.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
-from gpuplan.cli.cmd_train import recommend_training
+from gpuplan.cli.app import CalibrationOpt, CatalogOpt, Format, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.cli.cmd_train import predict_training_scenario, recommend_training
 from gpuplan.errors import UserInputError
 from gpuplan.models import list_models
 from gpuplan.perf.calibration import default_calibration
-from gpuplan.scenario import load_scenario, parse_scenario
+from gpuplan.scenario import (
+    is_training_document,
+    load_scenario,
+    parse_scenario,
+    parse_training_scenario,
+    read_scenario_text,
+)
 
 EXAMPLE_SCENARIO = """\
 # The README's question: Qwen2.5-32B to ~20 requests/s, 2k-token prompts, 300-token answers,
@@ -51,8 +57,8 @@ def dtypes(format: FormatOpt = "table") -> None:
 @app.command("fit")
 @guarded
 def fit_cmd(
-    model: Annotated[str, typer.Option(help="HF id, bundled id or path to config.json")],
-    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    model: Annotated[str | None, typer.Option(help="HF id, bundled id or path to config.json")] = None,
+    gpu: Annotated[str | None, typer.Option(help="GPU id, e.g. H100-SXM")] = None,
     count: Annotated[int, typer.Option(help="GPUs in the replica")] = 1,
     tp: Annotated[int | None, typer.Option(help="tensor parallel (default: count / pp)")] = None,
     pp: Annotated[int, typer.Option()] = 1,
@@ -62,10 +68,19 @@ def fit_cmd(
     context: Annotated[int | None, typer.Option(help="tokens per request (max_model_len)")] = None,
     utilization: Annotated[float | None, typer.Option(help="gpu_memory_utilization")] = None,
     plot: Annotated[Path | None, typer.Option(help="write the memory chart: FILE.html or FILE.png")] = None,
+    scenario: Annotated[
+        Path | None, typer.Option(help="take everything from a scenario YAML (inference or training)")
+    ] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
-    """Does it fit? Memory breakdown per GPU and the KV capacity left for requests."""
+    """Does it fit? Memory breakdown per GPU and the KV capacity left for requests (or, for a training
+    scenario, weights, gradients, optimizer states and activations per GPU)."""
+    if scenario is not None:
+        _fit_scenario(scenario, catalog, fmt(format), plot)
+        return
+    if not (model and gpu):
+        raise UserInputError("fit needs --model and --gpu, or --scenario FILE")
     result = service.fit(
         model,
         gpu,
@@ -84,6 +99,18 @@ def fit_cmd(
         plots.write_fit_plot(plot, result)
 
 
+def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | None) -> None:
+    text = read_scenario_text(path)
+    if is_training_document(text):
+        predict_training_scenario(parse_training_scenario(text, origin=str(path)), catalog, out)
+        return
+    sc = parse_scenario(text, origin=str(path))
+    result = service.fit_from_scenario(sc, catalog_from(catalog))
+    views.fit(result, out)
+    if plot is not None:
+        plots.write_fit_plot(plot, result)
+
+
 @app.command()
 @guarded
 def predict(
@@ -92,9 +119,16 @@ def predict(
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
-    """Latency, throughput and cost of one deployment on one workload."""
+    """Latency, throughput and cost of one deployment on one workload (or one training layout's step
+    time and memory, for a scenario with a ``training`` section)."""
+    text = read_scenario_text(scenario)
+    if is_training_document(text):
+        predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
+        return
     result = service.predict_from_scenario(
-        load_scenario(scenario), catalog_from(catalog), load_calibration(calibration) if calibration else None
+        parse_scenario(text, origin=str(scenario)),
+        catalog_from(catalog),
+        load_calibration(calibration) if calibration else None,
     )
     views.predict(result, fmt(format))
 

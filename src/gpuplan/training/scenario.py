@@ -1,0 +1,29 @@
+"""Training scenario files for ``gpuplan predict`` and ``gpuplan fit --scenario``: one training job on
+one layout of one GPU type. A scenario document is a training scenario when it has a ``training``
+section (docs/scenarios.md); parsing is pure, errors name the file and the line or field.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from gpuplan.training.spec import TrainingJob, TrainingLayout
+
+
+class TrainingHardware(BaseModel):
+    """The GPU type; the count is the layout's tp × pp × dp × cp."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gpu: str
+
+
+class TrainingScenarioFile(BaseModel):
+    """``model``, ``hardware.gpu``, the ``training`` job and its ``layout``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    hardware: TrainingHardware
+    training: TrainingJob
+    layout: TrainingLayout = TrainingLayout()
