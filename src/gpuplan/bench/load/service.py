@@ -13,7 +13,6 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import httpx
@@ -37,17 +36,10 @@ class Hooks:
     record: Callable[[RequestRecord], None] | None = None
 
 
-def _version(package: str) -> str | None:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return None
-
-
 def conditions(config: LoadConfig) -> dict[str, Any]:
     """What the numbers depend on besides the config: client host and software."""
     return {"host": socket.gethostname(), "platform": platform.platform(), "python": sys.version.split()[0],
-            "client": "gpuplan raw HTTP/1.1", "uvloop": _version("uvloop"), "workers": config.workers,
+            "client": "gpuplan raw HTTP/1.1", "workers": config.workers,
             "target": config.url, "model": config.model, "api": config.api}
 
 
