@@ -97,16 +97,18 @@ def _finite(value: float | None) -> bool:
     return value is not None and math.isfinite(value)
 
 
-def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> list[Any]:
-    """One scatter trace per GPU type (one point per plan) and the cost-latency front."""
+Point = tuple[float, float, str]
+"""(x, y, hover label) of one plan on a cost-vs-time chart."""
+
+
+def scatter_with_front(
+    points_by_gpu: dict[str, list[Point]], hovertemplate: str, legendgroup: str | None = None
+) -> list[Any]:
+    """One marker trace per GPU type (in the catalog colours) and a dotted trace of the Pareto front."""
     go, _ = plotly_modules()
-    traces, points = [], []
-    colours = gpu_colours([p.gpu for p in rec.plans])
-    for gpu, colour in colours.items():
-        chosen = [(i + 1, p) for i, p in enumerate(rec.plans) if p.gpu == gpu]
-        xy = [(getattr(p, cost), getattr(p, latency), _plan_label(r, p)) for r, p in chosen]
-        xy = [(x, y, t) for x, y, t in xy if _finite(x) and _finite(y)]
-        points += [(x, y) for x, y, _ in xy]
+    colours = gpu_colours(list(points_by_gpu))
+    traces: list[Any] = []
+    for gpu, xy in points_by_gpu.items():
         traces.append(
             go.Scatter(
                 x=[x for x, _, _ in xy],
@@ -114,12 +116,12 @@ def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> 
                 text=[t for _, _, t in xy],
                 mode="markers",
                 name=gpu,
-                marker={"size": 12, "color": colour},
-                legendgroup="pareto",
-                hovertemplate="%{text}<br>%{x:,.2f} / %{y:,.1f}<extra></extra>",
+                marker={"size": 12, "color": colours[gpu]},
+                legendgroup=legendgroup,
+                hovertemplate=hovertemplate,
             )
         )
-    front = pareto_front(points)
+    front = pareto_front([(x, y) for xy in points_by_gpu.values() for x, y, _ in xy])
     traces.append(
         go.Scatter(
             x=[x for x, _ in front],
@@ -128,10 +130,21 @@ def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> 
             name="Pareto front",
             line={"dash": "dot", "color": "grey"},
             hoverinfo="skip",
-            legendgroup="pareto",
+            legendgroup=legendgroup,
         )
     )
     return traces
+
+
+def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> list[Any]:
+    """One scatter trace per GPU type (one point per plan) and the cost-latency front."""
+    by_gpu: dict[str, list[Point]] = {}
+    for rank, p in enumerate(rec.plans, start=1):
+        x, y = getattr(p, cost), getattr(p, latency)
+        by_gpu.setdefault(p.gpu, [])
+        if _finite(x) and _finite(y):
+            by_gpu[p.gpu].append((x, y, _plan_label(rank, p)))
+    return scatter_with_front(by_gpu, "%{text}<br>%{x:,.2f} / %{y:,.1f}<extra></extra>", legendgroup="pareto")
 
 
 def pareto_figure(

@@ -16,7 +16,7 @@ from gpuplan.catalog import Catalog
 from gpuplan.models import get_model
 from gpuplan.models.registry import model_for_seq_len
 from gpuplan.perf.memory import usable_memory_bytes
-from gpuplan.plots import MEMORY_MAX_PLANS, gpu_colours, pareto_front, plotly_modules
+from gpuplan.plots import MEMORY_MAX_PLANS, Point, plotly_modules, scatter_with_front
 from gpuplan.training import service as training
 from gpuplan.training.calibration import default_training_calibration
 from gpuplan.training.memory import TrainingMemory
@@ -85,37 +85,13 @@ def train_memory_bars(
 def train_pareto_figure(result: TrainPlanResult) -> Any:
     """On-demand cost vs time-to-train, one point per ranked plan coloured by GPU, and the front."""
     go, _ = plotly_modules()
-    traces, points = [], []
-    ranked = list(enumerate(result.plans, start=1))
-    for gpu, colour in gpu_colours([p.gpu for p in result.plans]).items():
-        xy = [
-            (cost, p.cost.wall_hours, train_plan_label(r, p))
-            for r, p in ranked
-            if p.gpu == gpu and (cost := p.cost.usd_by_price_kind.get(TRAIN_COST_KIND)) is not None
-        ]
-        points += [(x, y) for x, y, _ in xy]
-        traces.append(
-            go.Scatter(
-                x=[x for x, _, _ in xy],
-                y=[y for _, y, _ in xy],
-                text=[t for _, _, t in xy],
-                mode="markers",
-                name=gpu,
-                marker={"size": 12, "color": colour},
-                hovertemplate="%{text}<br>$%{x:,.2f}, %{y:,.2f} h<extra></extra>",
-            )
-        )
-    front = pareto_front(points)
-    traces.append(
-        go.Scatter(
-            x=[x for x, _ in front],
-            y=[y for _, y in front],
-            mode="lines",
-            name="Pareto front",
-            line={"dash": "dot", "color": "grey"},
-            hoverinfo="skip",
-        )
-    )
+    by_gpu: dict[str, list[Point]] = {}
+    for rank, p in enumerate(result.plans, start=1):
+        by_gpu.setdefault(p.gpu, [])
+        cost = p.cost.usd_by_price_kind.get(TRAIN_COST_KIND)
+        if cost is not None:
+            by_gpu[p.gpu].append((cost, p.cost.wall_hours, train_plan_label(rank, p)))
+    traces = scatter_with_front(by_gpu, "%{text}<br>$%{x:,.2f}, %{y:,.2f} h<extra></extra>")
     fig = go.Figure(traces)
     fig.update_layout(
         title=f"{result.model} {result.method}, {result.tokens:.3g} tokens: cost vs time to train",
