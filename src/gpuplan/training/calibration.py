@@ -25,18 +25,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import DataError
+from gpuplan.perf.calibration import FitProvenance
 
 DEFAULT_KEY = "default"
-
-
-class TrainingProvenance(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    method: str
-    data: str
-    rows: int = Field(ge=0)
-    command: str
-    fitted_on: str
 
 
 class TrainingCalibration(BaseModel):
@@ -53,7 +44,7 @@ class TrainingCalibration(BaseModel):
     ib_bytes_per_s_per_gpu: float = Field(gt=0)
     hop_latency_s: dict[str, float]
     dequant_bandwidth_efficiency: float = Field(gt=0, le=1)
-    provenance: TrainingProvenance
+    provenance: FitProvenance
 
     def mfu_for(self, family: str, dtype: str) -> float:
         """Fitted factor for ``family:dtype``, else ``default:dtype``, else the global default."""

@@ -23,7 +23,8 @@ from scipy.optimize import least_squares
 
 from gpuplan.catalog import Catalog, default_catalog
 from gpuplan.errors import GpuplanError
-from gpuplan.training.calibration import TrainingCalibration, TrainingProvenance, default_training_calibration
+from gpuplan.perf.calibration import FitProvenance
+from gpuplan.training.calibration import TrainingCalibration, default_training_calibration
 from gpuplan.validation.cases import Case, Skip, read_cases
 from gpuplan.validation.predict_training import THROUGHPUT_METRICS, predict_training_with
 
@@ -112,7 +113,7 @@ def fit_training_calibration(
 
     steps = [0.02] * len(params)
     result = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.2, diff_step=steps)
-    provenance = TrainingProvenance(
+    provenance = FitProvenance(
         method="scipy least_squares, soft_l1 on log(pred/measured), log-normal prior sigma 0.35",
         data=data,
         rows=len(cases),
@@ -130,7 +131,11 @@ def main(argv: Sequence[str]) -> int:
     chosen = [c for c in cases if c.quality in FIT_GRADES and c.metric in THROUGHPUT_METRICS]
     command = "PYTHONPATH=src python3 -m gpuplan.validation.fit_training " + " ".join(argv)
     cal, params = fit_training_calibration(
-        chosen, default_catalog(), default_training_calibration(), data=f"{path.name} grades A+B", command=command
+        chosen,
+        default_catalog(),
+        default_training_calibration(),
+        data=f"{path.name} grades A+B",
+        command=command,
     )
     sys.stdout.write(yaml.safe_dump(cal.model_dump(mode="json"), sort_keys=False))
     sys.stderr.write("fitted: " + ", ".join(f"{f}[{k}]" if k else f for f, k in params) + "\n")
