@@ -21,7 +21,7 @@ from gpuplan.perf.layout import Layout, check_layout
 from gpuplan.sim.capacity import CapacityResult, max_rate_under_slo
 from gpuplan.sim.metrics import SimSummary, summarise
 from gpuplan.sim.scenario import SimulateScenario
-from gpuplan.sim.simulator import SimResult, simulate
+from gpuplan.sim.simulator import Progress, SimResult, simulate
 from gpuplan.sim.workload import LengthDist, Requests, WorkloadSpec, generate, parse_trace
 
 CAPACITY_SEARCH_MAX_REQUESTS = 4000
@@ -107,14 +107,20 @@ def _replica(
 
 
 def simulate_scenario(
-    sc: SimulateScenario, catalog: Catalog, *, base_dir: Path | None, cal: Calibration | None = None
+    sc: SimulateScenario,
+    catalog: Catalog,
+    *,
+    base_dir: Path | None,
+    cal: Calibration | None = None,
+    progress: Progress | None = None,
 ) -> SimulationOutcome:
-    """Run a simulate scenario (and its capacity search when ``capacity_search`` is set)."""
+    """Run a simulate scenario (and its capacity search when ``capacity_search`` is set); ``progress``
+    receives the share of requests started during the main run."""
     trace = _trace(sc, base_dir)
     spec = _spec(sc, trace)
     requests = generate(spec, trace)
     replica = _replica(sc, catalog, requests, cal)
-    result = simulate(replica, requests, sc.simulation)
+    result = simulate(replica, requests, sc.simulation, progress=progress)
     summary = summarise(result, slo=sc.slo, warmup_fraction=sc.simulation.warmup_fraction)
     capacity = None
     if sc.capacity_search:

@@ -17,7 +17,7 @@ import typer
 from gpuplan import plots
 from gpuplan.calibrate.profile import load_calibration
 from gpuplan.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
-from gpuplan.cli.render import console, emit_json, lines, table
+from gpuplan.cli.render import console, emit_json, lines, progress_bar, table
 from gpuplan.errors import UserInputError
 from gpuplan.sim.capacity import CapacityResult
 from gpuplan.sim.metrics import SimSummary, per_request_s
@@ -42,7 +42,10 @@ def simulate_cmd(
     out_format = fmt(format)
     sc = parse_simulate_scenario(read_text(scenario, "scenario"), origin=str(scenario))
     cal = load_calibration(calibration) if calibration else None
-    outcome = simulate_scenario(sc, catalog_from(catalog), base_dir=scenario.parent, cal=cal)
+    with progress_bar("simulating") as progress:
+        outcome = simulate_scenario(
+            sc, catalog_from(catalog), base_dir=scenario.parent, cal=cal, progress=progress
+        )
     if trace_out is not None:
         _write_requests(trace_out, outcome.result)
     if plot is not None:

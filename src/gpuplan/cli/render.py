@@ -6,11 +6,13 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
@@ -58,7 +60,10 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) 
     t = Table(title=title, title_justify="left", header_style="bold")
     for c in columns:
         t.add_column(
-            c, justify="left" if c in ("id", "gpu", "model", "metric", "reason", "layout", "note", "part") else "right"
+            c,
+            justify="left"
+            if c in ("id", "gpu", "model", "metric", "reason", "layout", "note", "part")
+            else "right",
         )
     for r in rows:
         t.add_row(*[_cell(v) for v in r])
@@ -80,3 +85,15 @@ def _cell(v: object) -> str:
             return "-"
         return f"{v:,.0f}" if abs(v) >= 100 else (f"{v:.2f}" if abs(v) >= 1 else f"{v:.3f}")
     return str(v)
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[float], None] | None]:
+    """A transient progress bar on stderr when it is a terminal; yields an update(fraction) function,
+    or None when there is no terminal (logs and pipes get no bar)."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    with Progress(transient=True, console=err_console) as bar:
+        task = bar.add_task(description, total=1.0)
+        yield lambda fraction: bar.update(task, completed=fraction)

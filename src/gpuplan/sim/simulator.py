@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,10 @@ from gpuplan.sim.workload import FloatArray, IntArray, Requests
 
 PCIE_GEN4_X16_BYTES_PER_S = 64e9
 """Bidirectional PCIe 4.0 x16 (PCI-SIG): host link for KV swap when the catalog gives none."""
+
+Progress = Callable[[float], None]
+PROGRESS_EVERY_EVENTS = 4096
+"""How often ``progress`` is called: rarely enough to cost nothing next to the event loop."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,7 @@ class _Loop:
         dt = rep.plan(t)
         rep.busy_until = math.inf if dt is None else t + dt
 
-    def run(self) -> str | None:
+    def run(self, progress: Progress | None = None) -> str | None:
         arrivals = self.book.arrival_s
         open_loop = self.req.closed_loop_concurrency is None
         n = len(arrivals)
@@ -175,6 +180,8 @@ class _Loop:
             if t > max_t:
                 return f"stopped at the bound of {max_t:,.0f} s simulated time"
             self.events += 1
+            if progress is not None and self.events % PROGRESS_EVERY_EVENTS == 0:
+                progress((i if open_loop else self.next_open) / max(n, 1))
             self.area += self.in_system * (t - self.now)
             self.now = t
             if t_open == t:
@@ -187,12 +194,19 @@ class _Loop:
                 self._step_end(rep, t)
 
 
-def simulate(replica: ReplicaModel, requests: Requests, config: SimConfig | None = None) -> SimResult:
+def simulate(
+    replica: ReplicaModel,
+    requests: Requests,
+    config: SimConfig | None = None,
+    *,
+    progress: Progress | None = None,
+) -> SimResult:
     """Run ``requests`` through the deployment of ``replica`` (``layout.replicas`` replicas, or the
-    prefill/decode pools of ``config.disaggregation``)."""
+    prefill/decode pools of ``config.disaggregation``). ``progress`` is called now and then with the
+    share of requests started so far (a progress bar; the simulator itself does no I/O)."""
     config = config or SimConfig()
     loop = _Loop(replica, requests, config)
-    truncated = loop.run()
+    truncated = loop.run(progress)
     b = loop.book
     return SimResult(
         arrival_s=np.asarray(b.arrival_s, dtype=np.float64),

@@ -151,3 +151,20 @@ def test_prefix_cache_shortens_ttft(replica: ReplicaModel) -> None:
     cold = summarise(simulate(replica, generate(spec)))
     warm = summarise(simulate(replica, generate(spec), SimConfig(prefix_cache_hit_rate=0.8)))
     assert (warm.ttft.p50_ms or 0) < (cold.ttft.p50_ms or 0)
+
+
+def test_progress_reports_a_rising_share_and_changes_nothing(replica: ReplicaModel) -> None:
+    spec = WorkloadSpec(
+        arrival=ArrivalSpec(kind="poisson", rate_rps=20.0),
+        input_tokens=LengthDist(kind="fixed", value=256),
+        output_tokens=LengthDist(kind="fixed", value=64),
+        num_requests=2000,
+        seed=3,
+    )
+    requests = generate(spec)
+    seen: list[float] = []
+    with_bar = simulate(replica, requests, SimConfig(record_timeline=False), progress=seen.append)
+    without = simulate(replica, requests, SimConfig(record_timeline=False))
+    assert seen, "a run of this size passes the progress interval"
+    assert seen == sorted(seen) and 0.0 <= seen[0] and seen[-1] <= 1.0
+    assert np.array_equal(with_bar.finish_s, without.finish_s)  # observing does not perturb the run
