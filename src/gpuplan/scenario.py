@@ -63,8 +63,8 @@ class PricesSection(_Frozen):
     max_usd_per_hour: float | None = Field(default=None, gt=0)
 
 
-class ScenarioFile(_Frozen):
-    """The whole scenario document."""
+class DeploymentDocument(_Frozen):
+    """The sections every serving document shares (predict/recommend and simulate scenarios)."""
 
     model: str
     hardware: HardwareSection = HardwareSection()
@@ -73,6 +73,11 @@ class ScenarioFile(_Frozen):
     engine: str = "vllm"
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
+
+
+class ScenarioFile(DeploymentDocument):
+    """The whole scenario document."""
+
     workload: WorkloadSection
     sla: SlaSection = SlaSection()
     prices: PricesSection = PricesSection()

@@ -17,10 +17,10 @@ from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
-from gpuplan.perf.layout import Layout, check_layout
+from gpuplan.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.perf.memory import InferenceMemory, inference_memory
 from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
-from gpuplan.scenario import ScenarioFile, describe_validation_error
+from gpuplan.scenario import DeploymentDocument, ScenarioFile, describe_validation_error
 
 
 def offers(
@@ -97,19 +97,14 @@ class PredictResult(BaseModel):
     usd_per_million_output_tokens: float | None
 
 
-def _layout(sc: ScenarioFile, model: ModelSpec, gpu: GpuSpec) -> Layout:
-    count = sc.hardware.count
-    tp = sc.parallelism.tp or count // sc.parallelism.pp
-    if tp < 1 or count % (tp * sc.parallelism.pp):
-        raise UserInputError(
-            f"hardware.count={count} is not a multiple of tp x pp = {tp}x{sc.parallelism.pp}",
-            hint="make count = tp x pp x replicas",
-        )
+def deployment_layout(sc: DeploymentDocument, model: ModelSpec, gpu: GpuSpec) -> Layout:
+    """The layout a scenario's hardware / parallelism / precision sections describe, checked."""
+    tp, replicas = split_gpus(sc.hardware.count, sc.parallelism.tp, sc.parallelism.pp, field="hardware.count")
     layout = Layout(
         tp=tp,
         pp=sc.parallelism.pp,
         ep=sc.parallelism.ep,
-        replicas=count // (tp * sc.parallelism.pp),
+        replicas=replicas,
         weight_dtype=sc.precision.weights,
         kv_dtype=sc.precision.kv_cache,
         engine=sc.engine,
@@ -119,7 +114,8 @@ def _layout(sc: ScenarioFile, model: ModelSpec, gpu: GpuSpec) -> Layout:
     return layout
 
 
-def _gpu(sc: ScenarioFile, catalog: Catalog) -> GpuSpec:
+def deployment_gpu(sc: DeploymentDocument, catalog: Catalog) -> GpuSpec:
+    """The scenario's one GPU type (``hardware.gpu``), required by predict, fit and simulate."""
     if not sc.hardware.gpu:
         raise UserInputError(
             "hardware.gpu is required for this command", hint="e.g. hardware: {gpu: H100-SXM, count: 2}"
@@ -131,8 +127,8 @@ def predict_from_scenario(
     sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None, *, spec: ModelSpec | None = None
 ) -> PredictResult:
     """``predict``: latency and throughput of one deployment on one workload (``spec``: as in recommend)."""
-    model, gpu = spec or get_model(sc.model), _gpu(sc, catalog)
-    layout = _layout(sc, model, gpu)
+    model, gpu = spec or get_model(sc.model), deployment_gpu(sc, catalog)
+    layout = deployment_layout(sc, model, gpu)
     workload = InferenceWorkload(
         scenario=sc.workload.scenario,
         input_tokens=sc.workload.input_tokens,
@@ -190,16 +186,11 @@ def fit(
 ) -> FitResult:
     """Does it fit, and how much KV is left (``spec``: a parsed config.json instead of ``model_id``)."""
     model, gpu = spec or get_model(model_id), catalog.get_gpu(gpu_id)
-    sc_tp = tp or count // max(pp, 1)
-    if count < 1 or pp < 1 or sc_tp < 1 or count % (sc_tp * pp):
-        raise UserInputError(
-            f"--count {count} is not a positive multiple of tp x pp = {sc_tp} x {pp}",
-            hint="make count = tp x pp x replicas",
-        )
+    sc_tp, replicas = split_gpus(count, tp, pp, field="--count")
     layout = Layout(
         tp=sc_tp,
         pp=pp,
-        replicas=count // (sc_tp * pp),
+        replicas=replicas,
         weight_dtype=weight_dtype,
         kv_dtype=kv_dtype,
         engine=engine,

@@ -17,7 +17,7 @@ from gpuplan.errors import FileFormatError, UserInputError
 from gpuplan.models import get_model
 from gpuplan.perf.calibration import Calibration
 from gpuplan.perf.inference import ReplicaModel
-from gpuplan.perf.layout import Layout, check_layout
+from gpuplan.service import deployment_gpu, deployment_layout
 from gpuplan.sim.capacity import CapacityResult, max_rate_under_slo
 from gpuplan.sim.metrics import SimSummary, summarise
 from gpuplan.sim.scenario import SimulateScenario
@@ -84,24 +84,8 @@ def _spec(sc: SimulateScenario, trace: Requests | None) -> WorkloadSpec:
 def _replica(
     sc: SimulateScenario, catalog: Catalog, requests: Requests, cal: Calibration | None
 ) -> ReplicaModel:
-    if not sc.hardware.gpu:
-        raise UserInputError("hardware.gpu is required", hint="e.g. hardware: {gpu: H100-SXM, count: 1}")
-    model, gpu = get_model(sc.model), catalog.get_gpu(sc.hardware.gpu)
-    count, pp = sc.hardware.count, sc.parallelism.pp
-    tp = sc.parallelism.tp or count // pp
-    if tp < 1 or count % (tp * pp):
-        raise UserInputError(f"hardware.count={count} is not a multiple of tp x pp = {tp}x{pp}")
-    layout = Layout(
-        tp=tp,
-        pp=pp,
-        ep=sc.parallelism.ep,
-        replicas=count // (tp * pp),
-        weight_dtype=sc.precision.weights,
-        kv_dtype=sc.precision.kv_cache,
-        engine=sc.engine,
-        gpu_memory_utilization=sc.gpu_memory_utilization,
-    )
-    check_layout(model, gpu, layout)
+    model, gpu = get_model(sc.model), deployment_gpu(sc, catalog)
+    layout = deployment_layout(sc, model, gpu)
     longest = int((requests.input_tokens + requests.output_tokens).max())
     return ReplicaModel.build(model, gpu, layout, context_tokens=sc.max_model_len or longest, cal=cal)
 

@@ -50,6 +50,19 @@ class Layout(BaseModel):
         return weight if weight == "fp8" else ("fp32" if weight == "fp32" else "bf16")
 
 
+def split_gpus(count: int, tp: int | None, pp: int, *, field: str) -> tuple[int, int]:
+    """(tp, replicas) for ``count`` GPUs: TP defaults to count / pp; count must be tp × pp × replicas.
+
+    ``field`` names the input in the error (``hardware.count``, ``--count``)."""
+    tp = tp or count // max(pp, 1)
+    if count < 1 or pp < 1 or tp < 1 or count % (tp * pp):
+        raise UserInputError(
+            f"{field}={count} is not a positive multiple of tp x pp = {tp} x {pp}",
+            hint="make count = tp x pp x replicas",
+        )
+    return tp, count // (tp * pp)
+
+
 def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
     """Raise UserInputError naming the rule a layout breaks; return None when it is valid."""
     get_dtype(layout.weight_dtype)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from gpuplan.scenario import HardwareSection, ParallelismSection, PrecisionSection, parse_yaml_document
+from gpuplan.scenario import DeploymentDocument, parse_yaml_document
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.workload import WorkloadSpec
 
@@ -25,18 +25,9 @@ class SimWorkload(WorkloadSpec):
     lengths_from_trace: bool = False
 
 
-class SimulateScenario(BaseModel):
+class SimulateScenario(DeploymentDocument):
     """The whole ``simulate`` document."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str
-    hardware: HardwareSection = HardwareSection()
-    parallelism: ParallelismSection = ParallelismSection()
-    precision: PrecisionSection = PrecisionSection()
-    engine: str = "vllm"
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
     workload: SimWorkload
     simulation: SimConfig = SimConfig()
     slo: Slo = Slo()
