@@ -33,18 +33,31 @@ LOGITS = {"torchtune": "chunked", "unsloth": "fused"}
 (https://unsloth.ai/blog/llama3-3: "Apple's Cut Cross Entropy")."""
 SELECTIVE_POLICY = {"torchtitan": "every_other_mm"}
 """torchtitan ``activation_checkpoint.mode=selective`` + ``selective_ac_option=op``: save every other matmul."""
-TORCHTUNE_SINGLE_DEVICE_FULL: dict[str, Any] = {"optimizer": "paged_adamw_8bit", "optimizer_in_backward": True}
+TORCHTUNE_SINGLE_DEVICE_FULL: dict[str, Any] = {
+    "optimizer": "paged_adamw_8bit",
+    "optimizer_in_backward": True,
+}
 """torchtune ``*_full_single_device.yaml`` recipes: ``bitsandbytes.optim.PagedAdamW8bit`` and
 ``optimizer_in_bwd: True`` (https://github.com/pytorch/torchtune/blob/main/recipes/configs/llama3_1/
 8B_full_single_device.yaml); all recipes set ``enable_activation_checkpointing: True``."""
 TORCHTUNE_FLAGS = (
-    "baseline", "packed dataset", "compile", "chunked cross entropy", "activation checkpointing",
-    "fuse optimizer step into backward", "activation offloading", "8-bit adamw",
+    "baseline",
+    "packed dataset",
+    "compile",
+    "chunked cross entropy",
+    "activation checkpointing",
+    "fuse optimizer step into backward",
+    "activation offloading",
+    "8-bit adamw",
 )
 """torchtune README "Optimization flags" table: techniques applied cumulatively, reproduced with
 ``optimizer=torch.optim.AdamW optimizer_in_bwd=False`` unless a row adds them
 (https://github.com/pytorch/torchtune/blob/main/README.md)."""
-UNSLOTH_DEFAULTS: dict[str, Any] = {"checkpointing": "full", "activation_offload": True, "optimizer": "adamw_8bit"}
+UNSLOTH_DEFAULTS: dict[str, Any] = {
+    "checkpointing": "full",
+    "activation_offload": True,
+    "optimizer": "adamw_8bit",
+}
 """Unsloth ``use_gradient_checkpointing="unsloth"`` offloads the checkpointed activations to host RAM
 (https://unsloth.ai/blog/long-context); its notebooks train with ``optim="adamw_8bit"``
 (https://github.com/unslothai/notebooks)."""
@@ -58,7 +71,9 @@ _LAYOUT_ITEM = re.compile(r"\b(dp_shard|dp|tp|pp|cp|ep)=(\d+)")
 
 def _layout_note(case: Case) -> dict[str, int]:
     text = case.get("notes")
-    found = {k: int(v) for k, v in _LAYOUT_ITEM.findall(text.split("layout:", 1)[1])} if "layout:" in text else {}
+    found = (
+        {k: int(v) for k, v in _LAYOUT_ITEM.findall(text.split("layout:", 1)[1])} if "layout:" in text else {}
+    )
     if "dp_shard" in found:
         found["dp"] = found.pop("dp_shard")
     return found
@@ -165,7 +180,10 @@ def memory_row(case: Case) -> tuple[TrainingJob, TrainingLayout]:
     )
     notes = case.get("notes").lower()
     layout = TrainingLayout(
-        tp=tp, pp=pp, cp=cp, dp=dp,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        dp=dp,
         zero_stage=framework_zero_stage(case, dp * cp),
         micro_batch=micro,
         checkpointing=_checkpointing(case, settings),

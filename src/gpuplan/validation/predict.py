@@ -16,13 +16,13 @@ from gpuplan.errors import GpuplanError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
-from gpuplan.perf.engines import engines
 from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
 from gpuplan.perf.layout import Layout
 from gpuplan.perf.memory import inference_memory
 from gpuplan.units import GIB, MS_PER_S
 from gpuplan.validation.cases import Case, Skip
 from gpuplan.validation.datasets import row_lengths
+from gpuplan.validation.layouts import row_dtype, row_engine, row_layouts
 from gpuplan.validation.predict_server import predict_server_case
 from gpuplan.validation.predict_training import predict_training_case
 
@@ -79,15 +79,6 @@ def _dispatch(case: Case, catalog: Catalog, cal: Calibration) -> float:
     return _inference_metric(case, model, gpu, cal)
 
 
-def _engine(case: Case) -> str:
-    name = case.get("framework") or "other"
-    return name if name in engines() else "other"
-
-
-def _dtype(raw: str, default: str = "bf16") -> str:
-    return raw if raw else default
-
-
 # --- inference.csv -------------------------------------------------------------------------------
 
 _INFERENCE_METRICS: dict[str, Callable[[InferencePrediction], float]] = {
@@ -121,7 +112,7 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
     )
     metric = _INFERENCE_METRICS[case.metric]
     best: float | None = None
-    for layout in _layouts(case, model):
+    for layout in row_layouts(case, model):
         try:
             value = metric(predict_inference(model, gpu, layout, workload, cal=cal))
         except GpuplanError:
@@ -136,40 +127,6 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
 def _better(metric: str, value: float, best: float) -> bool:
     """For a source-chosen layout: highest throughput, lowest latency."""
     return value > best if "per_s" in metric else value < best
-
-
-def _layouts(case: Case, model: ModelSpec) -> list[Layout]:
-    gpus = case.int_field("num_gpus") or 1
-    tp, pp, ep = case.int_field("tp"), case.int_field("pp") or 1, case.int_field("ep") or 1
-    tps = [tp] if tp else [d for d in (1, 2, 4, 8) if gpus % d == 0 and _divides_heads(model, d)]
-    layouts = []
-    for t in tps:
-        if gpus % (t * pp):
-            continue
-        layouts.append(
-            Layout(
-                tp=t,
-                pp=pp,
-                ep=ep,
-                replicas=gpus // (t * pp),
-                weight_dtype=_dtype(case.get("weight_dtype")),
-                kv_dtype=case.get("kv_dtype") or None,
-                engine=_engine(case),
-                gpu_memory_utilization=_float_or_none(case.note("gpu_memory_utilization")),
-            )
-        )
-    return layouts
-
-
-def _divides_heads(model: ModelSpec, tp: int) -> bool:
-    return model.num_attention_heads is None or model.num_attention_heads % tp == 0
-
-
-def _float_or_none(raw: str | None) -> float | None:
-    try:
-        return float(raw) if raw else None
-    except ValueError:
-        return None
 
 
 # --- inference_memory.csv ------------------------------------------------------------------------
@@ -203,9 +160,9 @@ def _memory_metric(case: Case, model: ModelSpec, gpu: GpuSpec) -> float:
         tp=tp,
         pp=case.int_field("pp") or 1,
         ep=_expert_parallel(case, tp),
-        weight_dtype=_dtype(case.get("weight_dtype")),
+        weight_dtype=row_dtype(case.get("weight_dtype")),
         kv_dtype=case.get("kv_dtype") or None,
-        engine=_engine(case),
+        engine=row_engine(case),
         engine_version=_engine_version(case),
         gpu_memory_utilization=case.float_field("gpu_memory_utilization"),
     )

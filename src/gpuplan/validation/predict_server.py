@@ -19,9 +19,7 @@ from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
-from gpuplan.perf.engines import engines
 from gpuplan.perf.inference import ReplicaModel
-from gpuplan.perf.layout import Layout
 from gpuplan.sim.capacity import max_rate_under_slo
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.metrics import SimSummary, summarise
@@ -29,6 +27,7 @@ from gpuplan.sim.simulator import simulate
 from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 from gpuplan.validation.cases import Case, Skip
 from gpuplan.validation.datasets import row_lengths
+from gpuplan.validation.layouts import row_layouts
 
 REQUESTS_PER_RUN = 1200
 """Per simulated run: enough that the arrival span is several E2E long, small enough to keep the
@@ -95,30 +94,12 @@ def _slo(case: Case) -> Slo:
 def _replica(
     case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, context: int
 ) -> tuple[ReplicaModel, int]:
-    """The row's replica (TP given, else the smallest TP that fits) and the number of replicas."""
-    gpus = case.int_field("num_gpus") or 1
-    pp = case.int_field("pp") or 1
-    given = case.int_field("tp")
-    heads = model.num_attention_heads
-    tps = (
-        [given]
-        if given
-        else [t for t in (1, 2, 4, 8) if gpus % (t * pp) == 0 and (heads is None or heads % t == 0)]
-    )
-    engine = case.get("framework") if case.get("framework") in engines() else "other"
-    last: str = "no layout divides the GPU count"
-    for tp in tps:
-        if gpus % (tp * pp):
-            continue
-        layout = Layout(
-            tp=tp,
-            pp=pp,
-            weight_dtype=case.get("weight_dtype") or "bf16",
-            kv_dtype=case.get("kv_dtype") or None,
-            engine=engine,
-        )
+    """One replica of the row (TP given, else the smallest TP that fits) and how many replicas run."""
+    last = "no layout divides the GPU count"
+    for layout in row_layouts(case, model):
         try:
-            return ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal), gpus // (tp * pp)
+            one = layout.model_copy(update={"replicas": 1})  # simulated alone at rate / replicas
+            return ReplicaModel.build(model, gpu, one, context_tokens=context, cal=cal), layout.replicas
         except GpuplanError as exc:
             last = exc.one_line()
     raise Skip(last)

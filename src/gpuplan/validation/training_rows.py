@@ -84,7 +84,10 @@ def training_row(case: Case) -> tuple[TrainingJob, dict[str, int], int]:
     replicas = sizes.get("dp") or gpus // (sizes.get("tp", 1) * sizes.get("pp", 1) * sizes.get("cp", 1))
     gbs = case.int_field("global_batch_size") or micro * max(replicas, 1)
     job = TrainingJob(
-        method=method_of(case), dtype=weight_dtype(case.get("dtype")), seq_len=seq, global_batch=gbs,
+        method=method_of(case),
+        dtype=weight_dtype(case.get("dtype")),
+        seq_len=seq,
+        global_batch=gbs,
         allow_long_seq=True,
     )
     return job, sizes, gpus
@@ -101,7 +104,12 @@ def virtual_stages(case: Case, pp: int) -> int:
 
 
 def training_layout(
-    case: Case, model: ModelSpec, gpu: GpuSpec, job: TrainingJob, sizes: dict[str, int], gpus: int,
+    case: Case,
+    model: ModelSpec,
+    gpu: GpuSpec,
+    job: TrainingJob,
+    sizes: dict[str, int],
+    gpus: int,
     cal: TrainingCalibration,
 ) -> TrainingLayout:
     """The row's layout; the fastest fitting one when the source does not state it."""
