@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpuplan.cli import app
@@ -125,3 +126,14 @@ def test_fit_without_model_or_scenario_is_a_one_line_error() -> None:
     result = runner.invoke(app, ["fit", "--gpu", "H100-SXM"])
     assert result.exit_code == 1
     assert "--scenario" in result.output
+
+
+def test_train_fit_virtual_stages_halve_the_bubble() -> None:
+    base = ["train-fit", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "H100-SXM", "--seq-len", "4096",
+            "--tp", "8", "--pp", "4", "--global-batch", "8", "--checkpointing", "full", "--format", "json"]
+    plain = runner.invoke(app, base)
+    interleaved = runner.invoke(app, [*base, "--virtual-stages", "2"])
+    assert plain.exit_code == 0 and interleaved.exit_code == 0, plain.output + interleaved.output
+    p, v = json.loads(plain.stdout), json.loads(interleaved.stdout)
+    assert "v2" in v["layout"] and "v2" not in p["layout"]
+    assert v["step"]["bubble_s"] == pytest.approx(p["step"]["bubble_s"] / 2)

@@ -150,6 +150,9 @@ def train_fit(
     dp: Annotated[int, typer.Option()] = 1,
     cp: Annotated[int, typer.Option()] = 1,
     ep: Annotated[int, typer.Option()] = 1,
+    virtual_stages: Annotated[
+        int, typer.Option(help="interleaved pipeline: model chunks per PP rank (1 = plain 1F1B)")
+    ] = 1,
     zero: Annotated[int, typer.Option(help="ZeRO stage 0-3 (FSDP full shard = 3)")] = 0,
     checkpointing: Annotated[str, typer.Option(help="none | selective | full")] = "none",
     optimizer: Annotated[str, typer.Option(help="adamw | adamw_8bit | sgd")] = "adamw",
@@ -179,6 +182,7 @@ def train_fit(
             "dp": dp,
             "cp": cp,
             "ep": ep,
+            "virtual_stages": virtual_stages,
             "zero_stage": zero,
             "micro_batch": micro_batch,
             "checkpointing": checkpointing,

@@ -1,8 +1,12 @@
 """FLOPs a training step executes and the model FLOPs it is credited with.
 
-Model FLOPs per token (``arith.training_flops_per_token``): 3 × forward = 6·N plus causal attention
-(Kaplan et al. 2020; Narayanan et al. 2021 eq. 3 without recompute). Executed FLOPs add the
-recomputation (Korthikanti et al. 2022): full checkpointing re-runs the whole forward (8·N),
+Model FLOPs per token, what MFU and model TFLOP/s are credited with: 6·N + 12·L·H·Q·T, the PaLM
+convention (Chowdhery et al. 2022, App. B; Narayanan et al. 2021 eq. 3 without recompute). It counts
+the full T × T attention matrix although causal kernels compute only half of it. That is the
+definition sources publish TFLOP/s and MFU against (torchtitan's ``6·N + 12·l·h·q·t``), so ours
+compare with theirs; the time model uses the executed (causal) FLOPs below.
+
+Executed FLOPs add the recomputation (Korthikanti et al. 2022): full checkpointing re-runs the whole forward (8·N),
 selective re-runs only the attention core. LoRA and QLoRA skip the weight-gradient GEMMs of the
 frozen base (backward = activation gradients only: 2·N instead of 4·N) while attention still
 costs forward + 2 × backward.
@@ -38,9 +42,14 @@ def forward_flops_per_token(model: ModelSpec, seq_len: int) -> TokenFlops:
     return TokenFlops(gemm=gemm, attention=max(total - gemm, 0.0))
 
 
+FULL_ATTENTION_TO_CAUSAL = 2.0
+"""The full attention matrix of the PaLM MFU convention is twice the causal half that is executed."""
+
+
 def model_flops_per_token(model: ModelSpec, seq_len: int) -> float:
-    """Model FLOPs per trained token (6N + attention), what MFU is measured against."""
-    return 3.0 * forward_flops_per_token(model, seq_len).total
+    """Model FLOPs per trained token, 3 × (GEMMs + full attention): 6N + 12·L·H·Q·T (module docstring)."""
+    fwd = forward_flops_per_token(model, seq_len)
+    return 3.0 * (fwd.gemm + FULL_ATTENTION_TO_CAUSAL * fwd.attention)
 
 
 def executed_flops_per_token(

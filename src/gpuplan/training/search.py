@@ -1,4 +1,5 @@
-"""Layout search: enumerate TP × PP × CP × EP × ZeRO × micro-batch × checkpointing for a GPU count,
+"""Layout search: enumerate TP × PP × CP × EP × ZeRO × micro-batch × checkpointing × pipeline schedule
+(plain 1F1B or interleaved, :func:`~gpuplan.training.spec.interleaved_chunks`) for a GPU count,
 keep what fits in memory, rank by step time, and say why the rest were rejected.
 """
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import product
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
@@ -18,6 +20,7 @@ from gpuplan.training.spec import (
     TrainingJob,
     TrainingLayout,
     check_layout,
+    interleaved_chunks,
     micro_batches_per_step,
 )
 from gpuplan.training.step import StepPrediction, predict_step
@@ -55,12 +58,19 @@ def _layouts(model: ModelSpec, job: TrainingJob, num_gpus: int, zero_stage: int)
     for tp in _divisors(num_gpus, MAX_TP):
         for pp in _divisors(num_gpus // tp, model.num_layers):
             dp = num_gpus // (tp * pp)
+            schedules = sorted({1, interleaved_chunks(model, pp)})
             for ep in [e for e in _divisors(dp, experts) if experts % e == 0] if experts > 1 else [1]:
-                for mb in MICRO_BATCHES:
-                    for ckpt in CHECKPOINTING:
-                        yield TrainingLayout(
-                            tp=tp, pp=pp, dp=dp, ep=ep, zero_stage=zero_stage, micro_batch=mb, checkpointing=ckpt
-                        )
+                for mb, ckpt, v in product(MICRO_BATCHES, CHECKPOINTING, schedules):
+                    yield TrainingLayout(
+                        tp=tp,
+                        pp=pp,
+                        dp=dp,
+                        ep=ep,
+                        zero_stage=zero_stage,
+                        micro_batch=mb,
+                        checkpointing=ckpt,
+                        virtual_stages=v,
+                    )
 
 
 def search_layouts(

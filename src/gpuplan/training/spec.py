@@ -21,6 +21,11 @@ LoraTargets = Literal["all", "attention"]
 
 DEFAULT_LORA_RANK = 16
 """PEFT / torchtune recipes default to rank 8-16; 16 is the common published choice."""
+LAYERS_PER_CHUNK = 2
+"""Transformer layers per model chunk of an interleaved pipeline in published large-scale recipes:
+NeMo's Llama-3.1-405B (PP8, VP8), GPT-3 175B (PP8, VP6) and Llama-3-70B (PP8, VP5) hold about 2;
+it is the median over the training.csv rows that state VP (performance_summary.html at
+https://docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html)."""
 
 
 class _Frozen(BaseModel):
@@ -75,6 +80,15 @@ class TrainingLayout(_Frozen):
         parts += [f"zero{self.zero_stage}", f"mb{self.micro_batch}", f"ckpt-{self.checkpointing}"]
         parts += ["offload"] if self.cpu_offload else []
         return " ".join(parts + (["act-offload"] if self.activation_offload else []))
+
+
+def interleaved_chunks(model: ModelSpec, pp: int) -> int:
+    """Model chunks per PP rank of an interleaved 1F1B schedule (Narayanan et al. 2021 §2.2) with
+    about :data:`LAYERS_PER_CHUNK` layers each; 1 (plain 1F1B) without pipeline parallelism. The
+    bubble shrinks to (p − 1)/(v·m) at the price of v× more point-to-point sends."""
+    if pp <= 1:
+        return 1
+    return max(1, round(model.num_layers / pp / LAYERS_PER_CHUNK))
 
 
 def micro_batches_per_step(job: TrainingJob, layout: TrainingLayout) -> int:

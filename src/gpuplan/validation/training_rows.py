@@ -16,7 +16,14 @@ from gpuplan.models.registry import model_for_seq_len
 from gpuplan.models.spec import ModelSpec
 from gpuplan.training.calibration import TrainingCalibration
 from gpuplan.training.search import search_layouts
-from gpuplan.training.spec import Checkpointing, ComputeDtype, Method, TrainingJob, TrainingLayout
+from gpuplan.training.spec import (
+    Checkpointing,
+    ComputeDtype,
+    Method,
+    TrainingJob,
+    TrainingLayout,
+    interleaved_chunks,
+)
 from gpuplan.validation.cases import Case, Skip
 
 FSDP_FRAMEWORKS = frozenset({"llm-foundry", "torchtitan", "pytorch-fsdp", "nemo-automodel", "deepspeed"})
@@ -32,6 +39,7 @@ INTERLEAVED_CHUNKS = 2
 """Model chunks per PP rank when a row says "interleaved" without the count: the smallest
 interleaving (Narayanan et al. 2021 §2.2 evaluate v = 2 upward)."""
 _VIRTUAL = re.compile(r"\bVP=(\d+)")
+_PLAIN_SCHEDULE = re.compile(r"\b(1F1B|GPipe)\b", re.IGNORECASE)
 MEMORY_METRICS = frozenset({"peak_gib_per_gpu", "peak_gib_total", "max_seq_len_fit", "fits"})
 
 
@@ -94,13 +102,21 @@ def training_row(case: Case) -> tuple[TrainingJob, dict[str, int], int]:
 
 
 def virtual_stages(case: Case, pp: int) -> int:
-    """Interleaved-pipeline chunks per rank the row states (NeMo ``VP=``, "interleaved"), else 1."""
+    """Interleaved-pipeline chunks per rank: what the row states (NeMo ``VP=``, "interleaved"),
+    1 for a plain "1F1B"/"GPipe" schedule, else the recipes' default interleaving
+    (:func:`~gpuplan.training.spec.interleaved_chunks`): runs at PP ≥ 2 that name no schedule are
+    large pretraining recipes, which interleave (NeMo recipes; Llama 3 paper §3.3.2)."""
     if pp <= 1:
         return 1
-    found = _VIRTUAL.search(case.get("notes"))
+    notes = case.get("notes")
+    found = _VIRTUAL.search(notes)
     if found:
         return max(int(found.group(1)), 1)
-    return INTERLEAVED_CHUNKS if "interleaved" in case.get("notes").lower() else 1
+    if "interleaved" in notes.lower():
+        return INTERLEAVED_CHUNKS
+    if _PLAIN_SCHEDULE.search(notes):
+        return 1
+    return interleaved_chunks(get_model(case.get("model")), pp)
 
 
 def training_layout(

@@ -11,7 +11,8 @@ from gpuplan.models.arith import param_counts
 from gpuplan.training.calibration import default_training_calibration
 from gpuplan.training.flops import executed_flops_per_token, model_flops_per_token
 from gpuplan.training.memory import training_memory
-from gpuplan.training.spec import TrainingJob, TrainingLayout, check_layout
+from gpuplan.training.search import search_layouts
+from gpuplan.training.spec import TrainingJob, TrainingLayout, check_layout, interleaved_chunks
 from gpuplan.training.step import pipeline_bubble_fraction, predict_step
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B"
@@ -25,6 +26,17 @@ def test_dense_training_flops_are_six_n_t_without_attention() -> None:
     assert model_flops_per_token(model, seq) == pytest.approx(6 * n, rel=1e-3)
     full = executed_flops_per_token(model, seq, method="pretrain", checkpointing="full")
     assert full.gemm == pytest.approx(8 * n, rel=1e-3)
+
+
+def test_model_flops_follow_palm_full_attention_convention() -> None:
+    """6·N + 12·L·H·Q·T (PaLM App. B): the full attention matrix, twice the causal half executed."""
+    model = get_model(LLAMA_8B)
+    n = param_counts(model).total - param_counts(model).embedding
+    seq = 8192
+    attention = 12 * model.num_layers * model.hidden_size * seq
+    assert model_flops_per_token(model, seq) == pytest.approx(6 * n + attention, rel=1e-3)
+    executed = executed_flops_per_token(model, seq, method="pretrain", checkpointing="none")
+    assert executed.attention == pytest.approx(attention / 2, rel=1e-3)
 
 
 def test_zero3_model_states_are_16n_over_d() -> None:
@@ -105,3 +117,29 @@ def test_ep_must_divide_experts() -> None:
 def test_long_sequence_allowed_with_flag() -> None:
     job = TrainingJob(seq_len=10**6, global_batch=1, allow_long_seq=True)
     check_layout(get_model(LLAMA_8B), job, TrainingLayout())
+
+
+@pytest.mark.parametrize(
+    ("model_id", "pp", "chunks"),
+    [
+        ("meta-llama/Llama-3.1-405B", 1, 1),  # no pipeline: plain schedule
+        ("meta-llama/Llama-3.1-405B", 16, 4),  # 126 layers / 16 ranks / 2 per chunk = 3.9
+        ("meta-llama/Llama-3.1-405B", 8, 8),  # NeMo's 405B recipe: PP8, VP8
+        ("meta-llama/Meta-Llama-3-70B", 4, 10),
+    ],
+)
+def test_interleaved_chunks_hold_about_two_layers(model_id: str, pp: int, chunks: int) -> None:
+    assert interleaved_chunks(get_model(model_id), pp) == chunks
+
+
+def test_search_interleaves_when_the_bubble_dominates() -> None:
+    """16 micro-batches on 16 stages idle (p−1)/(m+p−1) ≈ 48 % under plain 1F1B; interleaving wins."""
+    model = get_model("meta-llama/Llama-3.1-70B")
+    gpu = default_catalog().get_gpu("H100-SXM")
+    job = TrainingJob(seq_len=4096, global_batch=16)
+    found = search_layouts(model, gpu, job, 64, default_training_calibration())
+    pipelined = [c for c in found.candidates if c.layout.pp == 16 and c.layout.tp == 4 and c.layout.micro_batch == 1]
+    by_schedule = {c.layout.virtual_stages: c.step for c in pipelined if c.layout.checkpointing == "full"}
+    assert set(by_schedule) == {1, 2}
+    assert by_schedule[2].bubble_s == pytest.approx(by_schedule[1].bubble_s / 2)
+    assert by_schedule[2].step_time_s < by_schedule[1].step_time_s

@@ -1,0 +1,43 @@
+"""Shared helpers of the accuracy tests: the validation reports (cached) and their APEs.
+
+The data lives next to the repository (``../shared/validation``: CI clones the repo beside a copy
+of shared/); callers skip when it is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuplan.catalog import default_catalog
+from gpuplan.perf.calibration import default_calibration
+from gpuplan.validation import ValidationReport, validate_file
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared" / "validation"
+GRADES = ("A", "B")
+
+
+@cache
+def report(name: str) -> ValidationReport:
+    path = SHARED / name
+    if not path.is_file():
+        pytest.skip(f"validation data not found at {path} (clone the repo next to shared/)")
+    return validate_file(path, catalog=default_catalog(), cal=default_calibration(), grades=GRADES)
+
+
+def apes(
+    rep: ValidationReport, metrics: Iterable[str] | None = None, *, prefix: str | None = None
+) -> np.ndarray:
+    wanted = set(metrics or ())
+    values = [
+        r.ape
+        for r in rep.rows
+        if r.ape is not None and (r.metric in wanted or (prefix is not None and r.metric.startswith(prefix)))
+    ]
+    assert values, f"no predicted rows for {sorted(wanted) or prefix}"
+    return np.asarray(values)
