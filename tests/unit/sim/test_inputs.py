@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from gpuplan.errors import FileFormatError
 from gpuplan.perf.inference import ReplicaModel
-from gpuplan.sim.capacity import max_rate_under_slo, offline_requests_per_s
+from gpuplan.sim.capacity import max_rate_under_slo, offline_requests_per_s, saturation_requests_per_s
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.scenario import parse_simulate_scenario
 from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, parse_trace
@@ -74,6 +74,18 @@ def test_capacity_search_finds_a_rate_below_the_analytic_maximum(replica: Replic
     )
     assert found.feasible and 0 < found.rate_rps <= offline_requests_per_s(replica, spec)
     assert found.summary is not None and (found.summary.tpot.p99_ms or 0) <= 100
+
+
+def test_saturation_rate_is_steady_state_and_ignores_warmup(replica: ReplicaModel) -> None:
+    """The engine's own maximum under a standing backlog: close to the analytic offline rate, and not
+    scaled by the warm-up share (a burst's completions / wall time used to read 1 − warmup of it)."""
+    analytic = offline_requests_per_s(replica, SPEC)
+    rates = [
+        saturation_requests_per_s(replica, SPEC, SimConfig(record_timeline=False, warmup_fraction=w))
+        for w in (0.0, 0.3)
+    ]
+    assert rates[0] == pytest.approx(rates[1], rel=1e-9)
+    assert 0.75 * analytic <= rates[0] <= 1.02 * analytic, (rates, analytic)
 
 
 def test_impossible_slo_is_reported_infeasible(replica: ReplicaModel) -> None:
