@@ -317,7 +317,7 @@ def run_one(cmd: str, env: Env, worker: Worker | None = None) -> str:
             raise PlaybookError(f"timed out after {TIMEOUT_S} s: {cmd}") from e
         code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     out = stdout.rstrip("\n")
-    if stages and code == 0:
+    if stages:  # stdout only: an error's message is on stderr and shown whole
         out = apply_stages(out, stages)
     parts = [f"$ {cmd}"]
     if out:

@@ -55,6 +55,8 @@ class WorkloadSection(_Frozen):
 class SlaSection(_Frozen):
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)
+    ttft_p99_ms: float | None = Field(default=None, gt=0)
+    tpot_p99_ms: float | None = Field(default=None, gt=0)
 
 
 class PricesSection(_Frozen):

@@ -76,7 +76,7 @@ def recommend_from_scenario(
         model,
         offers(catalog, gpus, price_kind=sc.prices.kind, usd_per_gpu_hour=sc.prices.usd_per_gpu_hour),
         target,
-        sla=Sla(ttft_ms=sc.sla.ttft_ms, tpot_ms=sc.sla.tpot_ms),
+        sla=Sla.model_validate(sc.sla.model_dump()),
         space=space,
         objective=sc.objective,
         cal=cal or default_calibration(),

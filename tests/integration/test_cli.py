@@ -156,8 +156,10 @@ def test_fit_json_memory_fields(invoke: Invoke) -> None:
 
 def test_fit_70b_bf16_on_one_l4_does_not_fit(invoke: Invoke) -> None:
     run = invoke("fit", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "L4")
-    assert "does NOT fit" in run.stdout
-    data = _json(invoke, "fit", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "L4")
+    assert "does NOT fit" in run.stdout and run.exit_code == 2  # breakdown printed, then "infeasible"
+    as_json = invoke("fit", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "L4", "--format", "json")
+    assert as_json.exit_code == 2
+    data = json.loads(as_json.stdout)
     assert data["memory"]["fits"] is False
     assert data["memory"]["kv_tokens"] == 0
     assert data["memory"]["weights_bytes"] > 130 * 2**30
@@ -242,6 +244,18 @@ def test_recommend_scenario_file(invoke: Invoke, tmp_path: Path) -> None:
     }
     data = _json(invoke, "recommend", _scenario(tmp_path, doc))
     _check_plans(data, gpus={"H100-SXM", "L4"}, max_gpus=8)
+
+
+def test_recommend_p99_limits_size_on_the_simulator(invoke: Invoke) -> None:
+    args = ["recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "512", "--output-tokens", "128",
+            "--rate", "8", "--ttft-p99-ms", "1500", "--tpot-p99-ms", "80", "--gpus", "L4", "--max-gpus", "8"]
+    data = _json(invoke, *args)
+    assert data["plans"]
+    for plan in data["plans"]:
+        assert plan["sized_on"] == "p99"
+        assert plan["ttft_p99_ms"] <= 1500 and plan["tpot_p99_ms"] <= 80
+    table = invoke(*args)
+    assert table.exit_code == 0 and "P99 TTFT" in table.stdout
 
 
 def test_recommend_table(invoke: Invoke) -> None:

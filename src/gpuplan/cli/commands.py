@@ -12,7 +12,7 @@ from gpuplan.calibrate.profile import load_calibration
 from gpuplan.cli import views
 from gpuplan.cli.app import CalibrationOpt, CatalogOpt, Format, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.cli.cmd_train import predict_training_scenario, recommend_training
-from gpuplan.errors import UserInputError
+from gpuplan.errors import InfeasibleError, UserInputError
 from gpuplan.models import list_models
 from gpuplan.perf.calibration import default_calibration
 from gpuplan.scenario import (
@@ -97,6 +97,7 @@ def fit_cmd(
     views.fit(result, fmt(format))
     if plot is not None:
         plots.write_fit_plot(plot, result)
+    _exit_unless_fits(result.memory.fits)
 
 
 def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | None) -> None:
@@ -109,6 +110,13 @@ def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | Non
     views.fit(result, out)
     if plot is not None:
         plots.write_fit_plot(plot, result)
+    _exit_unless_fits(result.memory.fits)
+
+
+def _exit_unless_fits(fits: bool) -> None:
+    """A breakdown that does not fit is printed in full, then exits 2 (infeasible) for scripts."""
+    if not fits:
+        raise typer.Exit(InfeasibleError.exit_code)
 
 
 @app.command()
@@ -144,6 +152,8 @@ def recommend(
     concurrency: Annotated[int | None, typer.Option(help="requests in flight")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit, ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit, ms")] = None,
+    ttft_p99_ms: Annotated[float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")] = None,
+    tpot_p99_ms: Annotated[float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")] = None,
     gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
     max_gpus: Annotated[int, typer.Option(help="most GPUs in a plan")] = 64,
     dtypes: Annotated[str, typer.Option(help="weight dtypes to consider")] = "bf16,fp8,int4",
@@ -201,7 +211,7 @@ def recommend(
                 "rate_rps": rate,
                 "concurrency": concurrency,
             },
-            "sla": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms},
+            "sla": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p99_ms": tpot_p99_ms},
             "hardware": {
                 "gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
                 "max_gpus": max_gpus,

@@ -155,23 +155,11 @@ def recommendation(r: Recommendation, f: Format) -> None:
     if f == "json":
         emit_json(r)
         return
+    tail = any(p.sized_on == "p99" for p in r.plans)
+    latency = ["P99 TTFT", "P99 TPOT"] if tail else ["TTFT ms", "TPOT ms"]
     table(
         f"Plans for {r.model} (objective: {r.objective}; best first)",
-        [
-            "gpu",
-            "count",
-            "tp",
-            "pp",
-            "repl",
-            "dtype",
-            "TTFT ms",
-            "TPOT ms",
-            "tok/s",
-            "$/h",
-            "$/month",
-            "$/1M out",
-            "GiB/GPU",
-        ],
+        ["gpu", "count", "tp", "pp", "repl", "dtype", *latency, "tok/s", "$/h", "$/month", "$/1M out", "GiB/GPU"],
         [
             (
                 p.gpu,
@@ -180,8 +168,8 @@ def recommendation(r: Recommendation, f: Format) -> None:
                 p.pp,
                 p.replicas,
                 p.weight_dtype,
-                p.ttft_ms,
-                p.tpot_ms,
+                p.ttft_p99_ms if tail else p.ttft_ms,
+                p.tpot_p99_ms if tail else p.tpot_ms,
                 p.output_tokens_per_s,
                 p.usd_per_hour,
                 p.usd_per_month,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from gpuplan.cost import OwnershipAssumptions
 from gpuplan.errors import InfeasibleError
 from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.calibration import Calibration
+from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.recommend.explain import assumptions, explain
 from gpuplan.recommend.request import (
     GpuOffer,
@@ -20,6 +20,7 @@ from gpuplan.recommend.request import (
     Sla,
 )
 from gpuplan.recommend.search import Miss, rank, search
+from gpuplan.recommend.tail import size_on_p99
 
 __all__ = ["GpuOffer", "Plan", "Recommendation", "SearchSpace", "ServingTarget", "Sla", "recommend"]
 
@@ -40,7 +41,12 @@ def recommend(
     """Search, rank and explain; InfeasibleError (exit 2) with the nearest misses when nothing works."""
     sla = sla or Sla()
     space = space or SearchSpace()
+    cal = cal or default_calibration()
     plans, misses = search(model, offers, target, sla, space, cal=cal)
+    if sla.has_percentiles:
+        plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal)
+        for gpu, items in tail_misses.items():
+            misses.setdefault(gpu, []).extend(items)
     budget = space.max_usd_per_hour
     over = [p for p in plans if budget is not None and (p.usd_per_hour or 0) > budget]
     plans = [p for p in plans if p not in over]

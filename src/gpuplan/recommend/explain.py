@@ -68,15 +68,20 @@ def _winner(p: Plan, target: ServingTarget, sla: Sla) -> str:
             for x in (
                 f"TTFT <= {sla.ttft_ms:g} ms" if sla.ttft_ms else "",
                 f"TPOT <= {sla.tpot_ms:g} ms" if sla.tpot_ms else "",
+                f"P99 TTFT <= {sla.ttft_p99_ms:g} ms" if sla.ttft_p99_ms else "",
+                f"P99 TPOT <= {sla.tpot_p99_ms:g} ms" if sla.tpot_p99_ms else "",
             )
             if x
         )
         or "no latency limit"
     )
+    tail = ""
+    if p.ttft_p99_ms is not None and p.tpot_p99_ms is not None:
+        tail = f", simulated P99 TTFT {p.ttft_p99_ms:.0f} ms and P99 TPOT {p.tpot_p99_ms:.1f} ms"
     return (
         f"Best: {p.count}x {p.gpu} ({p.replicas} replica(s) of tp={p.tp} pp={p.pp}, {p.weight_dtype} weights, "
         f"{p.kv_dtype} KV) serves {load} ({target.input_tokens} in / {target.output_tokens} out tokens) with "
-        f"TTFT {p.ttft_ms:.0f} ms and TPOT {p.tpot_ms:.1f} ms ({limits}){price}."
+        f"mean TTFT {p.ttft_ms:.0f} ms and TPOT {p.tpot_ms:.1f} ms{tail} ({limits}){price}."
     )
 
 
@@ -125,9 +130,19 @@ def _rent_vs_own(offer: GpuOffer, p: Plan, a: OwnershipAssumptions) -> str:
 
 def assumptions(space: SearchSpace, sla: Sla) -> list[str]:
     """What the numbers rest on, stated with every answer."""
+    if sla.has_percentiles:
+        sizing = [
+            "P99 limits are sized with the serving simulator: per replica, the highest Poisson rate whose "
+            "simulated P99 TTFT/TPOT meet them (fixed lengths); replicas = target rate / that rate.",
+        ]
+    else:
+        sizing = [
+            "Latency limits are checked on steady-state mean TTFT/TPOT; give P99 limits "
+            "(--ttft-p99-ms/--tpot-p99-ms) to size on the simulated tail.",
+            f"Replicas run at <= {space.headroom:.0%} of their SLA-limited throughput (queueing headroom).",
+        ]
     return [
         f"Engine {space.engine} defaults (batching limits, KV paging); continuous batching at steady state.",
-        "Latency limits are checked on steady-state mean TTFT/TPOT; percentiles need the serving simulator.",
-        f"Replicas run at <= {space.headroom:.0%} of their SLA-limited throughput (queueing headroom).",
+        *sizing,
         "Prices: catalog on-demand $/GPU-hour (median of the latest quotes); owned TCO excludes staff.",
     ]

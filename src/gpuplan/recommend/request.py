@@ -16,10 +16,17 @@ class _Frozen(BaseModel):
 
 
 class Sla(_Frozen):
-    """Latency limits a plan must meet (steady-state means; see docs/metrics.md)."""
+    """Latency limits a plan must meet: steady-state means (``ttft_ms``, ``tpot_ms``) and/or P99s,
+    which are sized with the serving simulator (see docs/metrics.md)."""
 
     ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
     tpot_ms: float | None = Field(default=None, gt=0, le=600_000)
+    ttft_p99_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    tpot_p99_ms: float | None = Field(default=None, gt=0, le=600_000)
+
+    @property
+    def has_percentiles(self) -> bool:
+        return self.ttft_p99_ms is not None or self.tpot_p99_ms is not None
 
 
 class ServingTarget(_Frozen):
@@ -95,6 +102,14 @@ class Plan(_Frozen):
     bound: str
     price_source: str
     calibrated: bool = Field(description="the GPU family's efficiency factors were fitted on measurements")
+    sized_on: Literal["mean", "p99"] = Field(
+        default="mean", description="replicas sized on steady-state means (with headroom) or simulated P99s"
+    )
+    ttft_p99_ms: float | None = Field(default=None, description="simulated P99 TTFT at the target load")
+    tpot_p99_ms: float | None = Field(default=None, description="simulated P99 TPOT at the target load")
+    p99_capacity_rps_per_replica: float | None = Field(
+        default=None, description="highest Poisson rate one replica sustains under the P99 limits"
+    )
 
 
 class Rejection(_Frozen):

@@ -199,6 +199,14 @@ def evaluate(
     )
 
 
+def plan_for(
+    replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: ServingTarget, cal: Calibration
+) -> Plan:
+    """Price and describe ``layout`` (its replicas set) carrying the target spread evenly."""
+    load = _load_per_replica(target, layout.replicas)
+    return _plan(replica, offer, layout, target, load, cal.is_fitted(offer.gpu.family))
+
+
 def _plan(
     replica: ReplicaModel,
     offer: GpuOffer,

@@ -1,0 +1,59 @@
+"""``recommend`` with P99 limits: plans sized with the serving simulator (issue 3, capacity search)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan import service
+from gpuplan.catalog import default_catalog
+from gpuplan.errors import UserInputError
+from gpuplan.models import get_model
+from gpuplan.models.spec import ModelSpec
+from gpuplan.recommend import GpuOffer, Recommendation, ServingTarget, Sla, recommend
+
+TARGET = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=12)
+
+
+@pytest.fixture(scope="module")
+def model() -> ModelSpec:
+    return get_model("meta-llama/Llama-3.1-8B")
+
+
+@pytest.fixture(scope="module")
+def offers() -> list[GpuOffer]:
+    return service.offers(default_catalog(), ["L4"])
+
+
+def _rec(model: ModelSpec, offers: list[GpuOffer], **limits: float) -> Recommendation:
+    return recommend(model, offers, TARGET, sla=Sla(**limits))
+
+
+def test_p99_plans_meet_their_limits_at_the_target_load(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    rec = _rec(model, offers, ttft_p99_ms=1500, tpot_p99_ms=80)
+    assert rec.plans
+    for p in rec.plans:
+        assert p.sized_on == "p99"
+        assert p.ttft_p99_ms is not None and p.ttft_p99_ms <= 1500
+        assert p.tpot_p99_ms is not None and p.tpot_p99_ms <= 80
+        capacity = p.p99_capacity_rps_per_replica or 0.0
+        assert p.replicas == math.ceil(12 / capacity)  # the fewest replicas whose rate each can hold
+    assert any("serving simulator" in line for line in rec.assumptions)
+
+
+def test_tighter_p99_never_needs_fewer_gpus(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    loose = _rec(model, offers, tpot_p99_ms=120).plans[0]
+    tight = _rec(model, offers, tpot_p99_ms=60).plans[0]
+    assert tight.count >= loose.count and (tight.tpot_p99_ms or 0) <= 60
+
+
+def test_mean_limits_alone_are_not_simulated(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    plan = _rec(model, offers, tpot_ms=80).plans[0]
+    assert plan.sized_on == "mean" and plan.ttft_p99_ms is None
+
+
+def test_p99_needs_a_rate(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    closed = ServingTarget(input_tokens=512, output_tokens=128, concurrency=16)
+    with pytest.raises(UserInputError, match="--rate"):
+        recommend(model, offers, closed, sla=Sla(ttft_p99_ms=1000))
