@@ -28,6 +28,11 @@ Tier = Literal["hpc", "general", "cost"]
 HPC_FAMILIES = ("hopper", "blackwell")
 """Seed 000 §2.4: the HPC tier is H100-class; the general tier A100/H800; older GPUs or MIG slices
 are the cost-optimised tier."""
+HPC_MIN_SCALE_UP_BYTES_PER_S = 900e9
+"""Full HGX NVLink (H100 SXM: 900 GB/s). The export H800 (400 GB/s) and bridged PCIe/NVL cards (600)
+are general tier, where seed 000 §2.4 puts the H800."""
+HPC_MIN_BF16_TFLOPS = 500.0
+"""H100-class tensor throughput; the compute-capped H20 (148 dense BF16 TFLOPS) is general tier."""
 GENERAL_MIN_MEMORY_BYTES = 40e9
 """Data-centre parts with ≥ 40 GB HBM (A100, MI300X ...) are general tier; smaller cards are cost tier."""
 
@@ -105,7 +110,13 @@ class FleetPlan(_Frozen):
 def tier_of(unit: PoolUnit) -> Tier:
     if unit.is_mig or unit.parent.memory_bytes < GENERAL_MIN_MEMORY_BYTES:
         return "cost"
-    return "hpc" if unit.parent.family in HPC_FAMILIES else "general"
+    gpu = unit.parent
+    flagship = (
+        gpu.family in HPC_FAMILIES
+        and gpu.interconnect.scale_up_bytes_per_s >= HPC_MIN_SCALE_UP_BYTES_PER_S
+        and (gpu.tflops("bf16") or 0.0) >= HPC_MIN_BF16_TFLOPS
+    )
+    return "hpc" if flagship else "general"
 
 
 def _size_all(

@@ -8,6 +8,7 @@ from gpuplan.catalog import load_catalog
 from gpuplan.errors import FileFormatError, InfeasibleError, UnknownNameError, UserInputError
 from gpuplan.fleet import assign as assign_mod
 from gpuplan.fleet.assign import Pricing, assign, fleet_cost
+from gpuplan.fleet.planner import tier_of
 from gpuplan.fleet.service import owned_units, parse_fleet, plan_from_spec
 from gpuplan.fleet.sizing import PoolOption
 from gpuplan.fleet.spec import InventoryItem
@@ -212,3 +213,22 @@ def test_training_job_is_planned_and_costed(catalog) -> None:  # type: ignore[no
     (job,) = plan.training
     assert job.wall_hours <= 12 and job.usd_per_month == pytest.approx(4 * job.usd_per_run)
     assert plan.usd_per_month == pytest.approx(sum(p.usd_per_month for p in plan.pools) + job.usd_per_month)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "mig", "tier"),
+    [
+        ("H100-SXM", None, "hpc"),  # full NVLink, H100-class compute
+        ("B200", None, "hpc"),
+        ("H800", None, "general"),  # 400 GB/s export NVLink: seed 000 puts it in the general tier
+        ("H20", None, "general"),  # full NVLink but 148 BF16 TFLOPS
+        ("H100-PCIe", None, "general"),  # bridged pairs, not an HGX fabric
+        ("A100-80GB-SXM", None, "general"),
+        ("L4", None, "cost"),  # < 40 GB
+        ("A100-80GB-SXM", "1g.10gb", "cost"),  # MIG slice
+    ],
+)
+def test_tiers_follow_seed_000(catalog, gpu: str, mig: str | None, tier: str) -> None:  # type: ignore[no-untyped-def]
+    offer = offers(catalog, [gpu])[0]
+    unit = mig_unit(offer, mig) if mig else whole_gpu_unit(offer)
+    assert tier_of(unit) == tier
