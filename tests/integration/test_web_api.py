@@ -455,3 +455,15 @@ def test_docs_work_offline(client: TestClient) -> None:
         for asset in assets:
             assert client.get(asset).status_code == 200, asset
     assert "/api/train-plan" in client.get("/openapi.json").json()["paths"]
+
+
+def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: Invoke) -> None:
+    doc = {**RECOMMEND, "sla": {"ttft_p99_ms": 1500, "tpot_p99_ms": 80}, "hardware": {"gpus": ["L4"]}}
+    doc["workload"] = {"input_tokens": 512, "output_tokens": 128, "rate_rps": 8}
+    web = client.post("/api/recommend", json=doc)
+    assert web.status_code == 200, web.text
+    flags = ["recommend", "--model", doc["model"], "--input-tokens", "512", "--output-tokens", "128", "--rate", "8",
+             "--ttft-p99-ms", "1500", "--tpot-p99-ms", "80", "--gpus", "L4", "--format", "json"]
+    cli = json.loads(invoke(*flags).stdout)
+    assert web.json()["plans"] == cli["plans"]
+    assert all(p["sized_on"] == "p99" for p in cli["plans"])

@@ -26,7 +26,7 @@ import uvicorn
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from gpuplan.web import create_app
 
@@ -227,7 +227,6 @@ def _rows(driver: Any, table: str) -> list[list[str]]:
 
 def test_training_view_answers_like_the_api(server: str, browser: Any, invoke: Invoke) -> None:
     import httpx
-    from selenium.webdriver.support.ui import Select
 
     api = httpx.post(f"{server}/api/train-plan", json=TRAIN_BODY, timeout=60).json()
     expected = [[p["gpu"], str(p["gpus"]), p["layout"]] for p in api["plans"]]
@@ -287,3 +286,19 @@ def test_api_docs_render_from_local_assets(server: str, browser: Any) -> None:
         lambda d: [e.text for e in d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")],
     )
     assert "/api/train-plan" in " ".join(paths)
+
+
+def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
+    browser.get(f"{server}/")
+    _wait(browser, "the first answer", lambda d: d.execute_script("return document.body.dataset.state") == "ready")
+    _fill(browser, {**FORM, "gpus": "L4", "input_tokens": "512", "output_tokens": "128", "load": "8"})
+    Select(browser.find_element(By.ID, "sla_stat")).select_by_value("p99")
+
+    def header(d: Any) -> list[str]:
+        cells: list[str] = d.execute_script(
+            "return [...document.querySelectorAll('#plans thead th')].map((th) => th.textContent)"
+        )
+        return cells
+
+    _wait(browser, "the P99 columns", lambda d: "P99 TTFT ms" in header(d) and _top_row(d), timeout_s=60)
+

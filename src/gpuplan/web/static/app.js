@@ -7,7 +7,8 @@ const $ = (id) => document.getElementById(id);
 const FIELD_INPUTS = [
   ["workload.input_tokens", "input_tokens"], ["workload.output_tokens", "output_tokens"],
   ["workload.rate_rps", "load"], ["workload.concurrency", "load"], ["sla.ttft_ms", "ttft_ms"],
-  ["sla.tpot_ms", "tpot_ms"], ["prices.max_usd_per_hour", "budget"], ["hardware.max_gpus", "max_gpus"],
+  ["sla.tpot_ms", "tpot_ms"], ["sla.ttft_p99_ms", "ttft_ms"], ["sla.tpot_p99_ms", "tpot_ms"],
+  ["prices.max_usd_per_hour", "budget"], ["hardware.max_gpus", "max_gpus"],
   ["hardware.gpus", "gpus"], ["GPU", "gpus"], ["precision.allowed", "dtypes"], ["dtype", "dtypes"],
   ["config_json", "config_json"], ["model", "model"],
   // train-plan fields (the flags of gpuplan train-plan)
@@ -80,7 +81,9 @@ function body() {
     model: $("model").value.trim(),
     objective: $("objective").value,
     workload: { input_tokens: num("input_tokens"), output_tokens: num("output_tokens"), ...load },
-    sla: { ttft_ms: num("ttft_ms"), tpot_ms: num("tpot_ms") },
+    sla: $("sla_stat").value === "p99"
+      ? { ttft_p99_ms: num("ttft_ms"), tpot_p99_ms: num("tpot_ms") }
+      : { ttft_ms: num("ttft_ms"), tpot_ms: num("tpot_ms") },
     hardware: { gpus: list("gpus"), max_gpus: num("max_gpus") },
     precision: { allowed: list("dtypes") },
     prices: { max_usd_per_hour: num("budget") },
@@ -151,7 +154,12 @@ function plot(id, figure) {
 
 function render(answer) {
   const rec = answer.recommendation;
-  fillTable("plans", PLAN_COLUMNS, rec.plans, (i) => (i === 0 ? "best" : ""));
+  const tail = rec.plans.some((p) => p.sized_on === "p99");
+  const columns = tail
+    ? PLAN_COLUMNS.map(([key, label]) =>
+        key === "ttft_ms" ? ["ttft_p99_ms", "P99 TTFT ms"] : key === "tpot_ms" ? ["tpot_p99_ms", "P99 TPOT ms"] : [key, label])
+    : PLAN_COLUMNS;
+  fillTable("plans", columns, rec.plans, (i) => (i === 0 ? "best" : ""));
   fillList("explanation", rec.explanation, (s) => s);
   fillList("rejected", rec.rejected, (r) => `${r.gpu} (${r.kind}): ${r.reason}`);
   fillList("assumptions", rec.assumptions, (s) => s);
