@@ -14,6 +14,9 @@ from gpuplan.dtypes import get_dtype
 from gpuplan.errors import UserInputError
 from gpuplan.models.spec import ModelSpec
 
+TRTLLM_ENGINE = "trtllm"
+"""The engine whose FP4 means NVIDIA ModelOpt NVFP4 checkpoints (see :meth:`Layout.resolved_kv_dtype`)."""
+
 
 class Layout(BaseModel):
     """How one model replica is spread over GPUs, and how many replicas run."""
@@ -42,12 +45,16 @@ class Layout(BaseModel):
     def resolved_kv_dtype(self) -> str:
         """KV dtype: explicit, else fp8 for fp8 weights (engines pair them), fp32 for fp32, else 16-bit.
 
-        FP4 and INT4 checkpoints keep a 16-bit KV cache unless told otherwise (vLLM ``kv_cache_dtype=auto``).
+        FP4 on TensorRT-LLM means an NVIDIA ModelOpt NVFP4 checkpoint, whose ``hf_quant_config.json``
+        sets ``kv_cache_quant_algo: FP8``, so its KV cache is fp8. Other FP4 (MXFP4, e.g. gpt-oss) and
+        INT4 checkpoints keep a 16-bit KV cache unless told otherwise (vLLM ``kv_cache_dtype=auto``).
         """
         if self.kv_dtype:
             return get_dtype(self.kv_dtype).name
         weight = get_dtype(self.weight_dtype).name
-        return weight if weight == "fp8" else ("fp32" if weight == "fp32" else "bf16")
+        if weight == "fp8" or (weight == "fp4" and self.engine == TRTLLM_ENGINE):
+            return "fp8"
+        return "fp32" if weight == "fp32" else "bf16"
 
 
 def split_gpus(count: int, tp: int | None, pp: int, *, field: str) -> tuple[int, int]:

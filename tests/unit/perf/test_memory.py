@@ -269,3 +269,20 @@ def test_v0_2048_token_profile_number(llama8b: ModelSpec, h100: GpuSpec) -> None
     # 2048 x 57,344 x 2 = 234,881,024 plus 256 x 128,256 x 4 = 131,334,144 -> 366,215,168 bytes.
     mem = inference_memory(llama8b, h100, Layout(engine_version="v0"), max_model_len=1024)
     assert mem.activation_bytes == 366_215_168
+
+
+@pytest.mark.parametrize(
+    ("weights", "engine", "explicit", "kv"),
+    [
+        ("fp8", "vllm", None, "fp8"),  # engines pair fp8 weights with an fp8 cache
+        ("fp4", "trtllm", None, "fp8"),  # ModelOpt NVFP4: kv_cache_quant_algo FP8
+        ("fp4", "vllm", None, "bf16"),  # MXFP4 (gpt-oss): kv_cache_dtype=auto stays 16-bit
+        ("int4", "trtllm", None, "bf16"),
+        ("fp4", "trtllm", "bf16", "bf16"),  # an explicit choice wins
+        ("bf16", "trtllm", None, "bf16"),
+    ],
+)
+def test_default_kv_dtype_follows_the_checkpoint_convention(
+    weights: str, engine: str, explicit: str | None, kv: str
+) -> None:
+    assert Layout(weight_dtype=weights, engine=engine, kv_dtype=explicit).resolved_kv_dtype == kv
