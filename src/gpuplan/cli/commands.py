@@ -16,6 +16,7 @@ from gpuplan.errors import InfeasibleError, UserInputError
 from gpuplan.models import list_models
 from gpuplan.perf.calibration import default_calibration
 from gpuplan.scenario import (
+    ScenarioFile,
     is_training_document,
     load_scenario,
     parse_scenario,
@@ -176,18 +177,9 @@ def recommend(
     With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
     if task in ("train", "finetune"):
         recommend_training(
-            task=task,
-            method=method,
-            model=model,
-            seq_len=seq_len,
-            tokens=tokens,
-            global_batch=global_batch,
-            gpus=gpus,
-            max_gpus=max_gpus,
-            objective=objective,
-            out=fmt(format),
-            catalog=catalog,
-        )
+            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
+            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
+        )  # fmt: skip
         return
     if task != "infer":
         raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
@@ -196,35 +188,53 @@ def recommend(
     elif scenario is not None:
         sc = load_scenario(scenario)
     else:
-        if not (model and input_tokens and output_tokens):
-            raise UserInputError(
-                "recommend needs a scenario file, --example, or --model, --input-tokens and "
-                "--output-tokens with --rate or --concurrency"
-            )
-        doc = {
-            "model": model,
-            "engine": engine,
-            "objective": objective,
-            "workload": {
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "rate_rps": rate,
-                "concurrency": concurrency,
-            },
-            "sla": {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p99_ms": tpot_p99_ms},
-            "hardware": {
-                "gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
-                "max_gpus": max_gpus,
-            },
-            "precision": {"allowed": [d.strip() for d in dtypes.split(",") if d.strip()]},
-            "prices": {"max_usd_per_hour": budget},
-        }
-        sc = service.scenario_from_mapping(doc)
+        load = {"rate_rps": rate, "concurrency": concurrency}
+        sla = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p99_ms": tpot_p99_ms}
+        sc = _scenario_from_flags(
+            model=model, input_tokens=input_tokens, output_tokens=output_tokens, load=load, sla=sla, gpus=gpus,
+            max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
+        )  # fmt: skip
     cat = catalog_from(catalog)
     rec = service.recommend_from_scenario(sc, cat, load_calibration(calibration) if calibration else None)
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, sc, cat, rec)
+
+
+def _scenario_from_flags(
+    *,
+    model: str | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    load: dict[str, float | int | None],
+    sla: dict[str, float | None],
+    gpus: str | None,
+    max_gpus: int,
+    dtypes: str,
+    engine: str,
+    objective: str,
+    budget: float | None,
+) -> ScenarioFile:
+    """The scenario document the recommend flags describe, validated like a file."""
+    if not (model and input_tokens and output_tokens):
+        raise UserInputError(
+            "recommend needs a scenario file, --example, or --model, --input-tokens and "
+            "--output-tokens with --rate or --concurrency"
+        )
+    doc = {
+        "model": model,
+        "engine": engine,
+        "objective": objective,
+        "workload": {"input_tokens": input_tokens, "output_tokens": output_tokens, **load},
+        "sla": sla,
+        "hardware": {
+            "gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
+            "max_gpus": max_gpus,
+        },
+        "precision": {"allowed": [d.strip() for d in dtypes.split(",") if d.strip()]},
+        "prices": {"max_usd_per_hour": budget},
+    }
+    return service.scenario_from_mapping(doc)
 
 
 @app.command()
