@@ -71,9 +71,11 @@ def _render(summary: SimSummary, capacity: CapacityResult | None, f: str) -> Non
         f"{summary.completed:,} of {summary.requests:,} requests completed ({summary.measured:,} measured), "
         f"{summary.rejected} rejected, {summary.preemptions} preemptions",
         f"throughput {summary.requests_per_s:.2f} req/s, {summary.output_tokens_per_s:,.0f} output tokens/s, "
-        f"{summary.total_tokens_per_s:,.0f} total tokens/s; mean batch {summary.mean_batch:.1f}",
-        f"KV cache use mean {summary.kv_utilization_mean:.0%}, max {summary.kv_utilization_max:.0%}",
+        f"{summary.total_tokens_per_s:,.0f} total tokens/s"
+        + (f"; mean batch {summary.mean_batch:.1f}" if summary.mean_batch is not None else ""),
     ]
+    if summary.kv_utilization_mean is not None and summary.kv_utilization_max is not None:
+        notes.append(f"KV cache use mean {summary.kv_utilization_mean:.0%}, max {summary.kv_utilization_max:.0%}")
     if summary.goodput_requests_per_s is not None:
         notes.append(
             f"goodput {summary.goodput_requests_per_s:.2f} req/s ({summary.slo_attainment or 0:.1%} within SLO)"

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.sim.config import Slo
 from gpuplan.sim.simulator import SimResult
@@ -54,9 +54,9 @@ class SimSummary(_Frozen):
     total_tokens_per_s: float
     goodput_requests_per_s: float | None
     slo_attainment: float | None
-    mean_batch: float
-    kv_utilization_mean: float
-    kv_utilization_max: float
+    mean_batch: float | None = Field(description="step-time-weighted decoding batch; None without a timeline")
+    kv_utilization_mean: float | None = Field(description="share of the KV pool in use; None without a timeline")
+    kv_utilization_max: float | None
     preemptions: int
     mean_in_system: float
     arrival_rate_rps: float
@@ -146,9 +146,9 @@ def summarise(result: SimResult, *, slo: Slo | None = None, warmup_fraction: flo
         total_tokens_per_s=float(outputs.sum() + inputs.sum()) / window,
         goodput_requests_per_s=goodput,
         slo_attainment=attainment,
-        mean_batch=float(np.average(batch, weights=itl)) if batch.size and itl.sum() > 0 else 0.0,
-        kv_utilization_mean=float(np.average(kv, weights=itl)) if kv.size and itl.sum() > 0 else 0.0,
-        kv_utilization_max=float(kv.max()) if kv.size else 0.0,
+        mean_batch=float(np.average(batch, weights=itl)) if batch.size and itl.sum() > 0 else None,
+        kv_utilization_mean=float(np.average(kv, weights=itl)) if kv.size and itl.sum() > 0 else None,
+        kv_utilization_max=float(kv.max()) if kv.size else None,
         preemptions=int(result.preemptions.sum()),
         mean_in_system=result.in_system_area / result.sim_time_s if result.sim_time_s > 0 else 0.0,
         arrival_rate_rps=(all_arrivals.size - 1) / span if span > 0 else 0.0,
