@@ -133,7 +133,8 @@ def assumptions(space: SearchSpace, sla: Sla) -> list[str]:
     if sla.has_percentiles:
         sizing = [
             "P99 limits are sized with the serving simulator: per replica, the highest Poisson rate whose "
-            "simulated P99 TTFT/TPOT meet them (fixed lengths); replicas = target rate / that rate.",
+            "simulated P99 TTFT/TPOT meet them (fixed lengths); replicas = target rate / that rate. Only the "
+            f"{space.p99_gpu_types} GPU types with the cheapest analytic plans are re-sized.",
         ]
     else:
         sizing = [

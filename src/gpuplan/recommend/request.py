@@ -59,6 +59,13 @@ class SearchSpace(_Frozen):
         le=1,
         description="run replicas at most at this share of their SLA-limited throughput",
     )
+    p99_gpu_types: int = Field(
+        default=6,
+        ge=1,
+        le=64,
+        description="P99 limits: GPU types re-sized by simulation, cheapest analytic plan first (about 1 s of "
+        "simulation per plan keeps a whole-catalog P99 recommend near 10 s)",
+    )
 
 
 class GpuOffer(_Frozen):
@@ -117,7 +124,7 @@ class Rejection(_Frozen):
 
     gpu: str
     reason: str
-    kind: Literal["memory", "latency", "count", "budget", "price", "layout"]
+    kind: Literal["memory", "latency", "count", "budget", "price", "layout", "cost"]
 
 
 class Recommendation(_Frozen):

@@ -57,7 +57,14 @@ def size_on_p99(
     by_gpu = {o.gpu.id: o for o in offers}
     sized: list[Plan] = []
     misses: dict[str, list[Miss]] = {}
-    for plan in _shortlist(plans, space):
+    shortlist, dropped = _shortlist(plans, space.p99_gpu_types)
+    for gpu, cheapest in dropped.items():
+        reason = (
+            f"cheapest analytic plan {cheapest.count}x{gpu} ranks below the {space.p99_gpu_types} GPU types "
+            "re-sized on simulated P99s; name it with --gpus to size it"
+        )
+        misses.setdefault(gpu, []).append(Miss(Rejection(gpu=gpu, kind="cost", reason=reason), COUNT_MISS))
+    for plan in shortlist:
         result = _resize(model, by_gpu[plan.gpu], plan, target, sla, space, cal)
         if isinstance(result, Plan):
             sized.append(result)
@@ -66,14 +73,19 @@ def size_on_p99(
     return sized, misses
 
 
-def _shortlist(plans: Sequence[Plan], space: SearchSpace) -> list[Plan]:
-    """The ``PLANS_PER_GPU`` best analytic plans of each GPU type, by cost."""
+def _shortlist(plans: Sequence[Plan], gpu_types: int) -> tuple[list[Plan], dict[str, Plan]]:
+    """The ``PLANS_PER_GPU`` cheapest analytic plans of the ``gpu_types`` cheapest GPU types, and the
+    cheapest plan of each GPU type left out."""
     kept: dict[str, list[Plan]] = {}
+    dropped: dict[str, Plan] = {}
     for plan in rank(plans, "cost"):
+        if plan.gpu not in kept and len(kept) >= gpu_types:
+            dropped.setdefault(plan.gpu, plan)
+            continue
         chosen = kept.setdefault(plan.gpu, [])
         if len(chosen) < PLANS_PER_GPU:
             chosen.append(plan)
-    return [p for chosen in kept.values() for p in chosen]
+    return [p for chosen in kept.values() for p in chosen], dropped
 
 
 def _slo(sla: Sla) -> Slo:

@@ -11,7 +11,7 @@ from gpuplan.catalog import default_catalog
 from gpuplan.errors import UserInputError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
-from gpuplan.recommend import GpuOffer, Recommendation, ServingTarget, Sla, recommend
+from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
 
 TARGET = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=12)
 
@@ -57,3 +57,12 @@ def test_p99_needs_a_rate(model: ModelSpec, offers: list[GpuOffer]) -> None:
     closed = ServingTarget(input_tokens=512, output_tokens=128, concurrency=16)
     with pytest.raises(UserInputError, match="--rate"):
         recommend(model, offers, closed, sla=Sla(ttft_p99_ms=1000))
+
+
+def test_only_the_cheapest_gpu_types_are_resized(model: ModelSpec) -> None:
+    many = service.offers(default_catalog(), ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"])
+    rec = recommend(model, many, TARGET, sla=Sla(tpot_p99_ms=80), space=SearchSpace(p99_gpu_types=2))
+    sized = {p.gpu for p in rec.plans}
+    skipped = {r.gpu for r in rec.rejected if r.kind == "cost"}
+    assert len(sized) <= 2 and skipped and not sized & skipped
+    assert all("re-sized on simulated P99s" in r.reason for r in rec.rejected if r.kind == "cost")
