@@ -21,6 +21,7 @@ from gpuplan.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.perf.memory import InferenceMemory, inference_memory
 from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
 from gpuplan.scenario import DeploymentDocument, ScenarioFile, describe_validation_error
+from gpuplan.sim.simulator import Progress
 
 
 def offers(
@@ -53,7 +54,12 @@ def offers(
 
 
 def recommend_from_scenario(
-    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None, *, spec: ModelSpec | None = None
+    sc: ScenarioFile,
+    catalog: Catalog,
+    cal: Calibration | None = None,
+    *,
+    spec: ModelSpec | None = None,
+    progress: Progress | None = None,
 ) -> Recommendation:
     """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``."""
     model = spec or get_model(sc.model)
@@ -80,6 +86,7 @@ def recommend_from_scenario(
         space=space,
         objective=sc.objective,
         cal=cal or default_calibration(),
+        progress=progress,
     )
 
 

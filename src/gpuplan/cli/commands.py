@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from gpuplan.calibrate.profile import load_calibration
 from gpuplan.cli import views
 from gpuplan.cli.app import CalibrationOpt, CatalogOpt, Format, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.cli.cmd_train import predict_training_scenario, recommend_training
+from gpuplan.cli.render import progress_bar
 from gpuplan.errors import InfeasibleError, UserInputError
 from gpuplan.models import list_models
 from gpuplan.perf.calibration import default_calibration
@@ -195,7 +197,10 @@ def recommend(
             max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
         )  # fmt: skip
     cat = catalog_from(catalog)
-    rec = service.recommend_from_scenario(sc, cat, load_calibration(calibration) if calibration else None)
+    cal = load_calibration(calibration) if calibration else None
+    tail = sc.sla.ttft_p99_ms is not None or sc.sla.tpot_p99_ms is not None
+    with progress_bar("sizing plans on simulated P99s") if tail else nullcontext() as progress:
+        rec = service.recommend_from_scenario(sc, cat, cal, progress=progress)
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, sc, cat, rec)

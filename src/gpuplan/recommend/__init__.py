@@ -21,6 +21,7 @@ from gpuplan.recommend.request import (
 )
 from gpuplan.recommend.search import Miss, rank, search
 from gpuplan.recommend.tail import size_on_p99
+from gpuplan.sim.simulator import Progress
 
 __all__ = ["GpuOffer", "Plan", "Recommendation", "SearchSpace", "ServingTarget", "Sla", "recommend"]
 
@@ -37,14 +38,16 @@ def recommend(
     objective: Objective = "cost",
     cal: Calibration | None = None,
     ownership: OwnershipAssumptions | None = None,
+    progress: Progress | None = None,
 ) -> Recommendation:
-    """Search, rank and explain; InfeasibleError (exit 2) with the nearest misses when nothing works."""
+    """Search, rank and explain; InfeasibleError (exit 2) with the nearest misses when nothing works.
+    ``progress`` receives the share done of the P99 sizing (only called when the SLA names P99s)."""
     sla = sla or Sla()
     space = space or SearchSpace()
     cal = cal or default_calibration()
     plans, misses = search(model, offers, target, sla, space, cal=cal)
     if sla.has_percentiles:
-        plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal)
+        plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal, progress)
         for gpu, items in tail_misses.items():
             misses.setdefault(gpu, []).extend(items)
     budget = space.max_usd_per_hour

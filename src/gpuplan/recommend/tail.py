@@ -24,7 +24,7 @@ from gpuplan.recommend.search import COUNT_MISS, LATENCY_MISS, Miss, plan_for, r
 from gpuplan.sim.capacity import max_rate_under_slo
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.metrics import summarise
-from gpuplan.sim.simulator import simulate
+from gpuplan.sim.simulator import Progress, simulate
 from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 
 PLANS_PER_GPU = 2
@@ -47,8 +47,10 @@ def size_on_p99(
     sla: Sla,
     space: SearchSpace,
     cal: Calibration,
+    progress: Progress | None = None,
 ) -> tuple[list[Plan], dict[str, list[Miss]]]:
-    """The best analytic plans of each GPU type, re-sized and re-priced on simulated P99s."""
+    """The best analytic plans of each GPU type, re-sized and re-priced on simulated P99s;
+    ``progress`` receives the share of plans done."""
     if target.rate_rps is None:
         raise UserInputError(
             "P99 limits are sized with the serving simulator at a request rate",
@@ -64,12 +66,14 @@ def size_on_p99(
             "re-sized on simulated P99s; name it with --gpus to size it"
         )
         misses.setdefault(gpu, []).append(Miss(Rejection(gpu=gpu, kind="cost", reason=reason), COUNT_MISS))
-    for plan in shortlist:
+    for done, plan in enumerate(shortlist, start=1):
         result = _resize(model, by_gpu[plan.gpu], plan, target, sla, space, cal)
         if isinstance(result, Plan):
             sized.append(result)
         else:
             misses.setdefault(plan.gpu, []).append(result)
+        if progress is not None:
+            progress(done / len(shortlist))
     return sized, misses
 
 

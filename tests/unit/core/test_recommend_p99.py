@@ -66,3 +66,12 @@ def test_only_the_cheapest_gpu_types_are_resized(model: ModelSpec) -> None:
     skipped = {r.gpu for r in rec.rejected if r.kind == "cost"}
     assert len(sized) <= 2 and skipped and not sized & skipped
     assert all("re-sized on simulated P99s" in r.reason for r in rec.rejected if r.kind == "cost")
+
+
+def test_p99_sizing_reports_progress(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    seen: list[float] = []
+    recommend(model, offers, TARGET, sla=Sla(tpot_p99_ms=80), progress=seen.append)
+    assert seen and seen == sorted(seen) and seen[-1] == 1.0
+    seen.clear()
+    recommend(model, offers, TARGET, sla=Sla(tpot_ms=80), progress=seen.append)
+    assert not seen  # mean limits are not simulated
