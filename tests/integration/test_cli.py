@@ -42,6 +42,8 @@ PLAN_KEYS = {
 }
 ROW_KEYS = {"id", "metric", "measured", "predicted", "ape", "skip_reason"}
 
+TINY_8B = ("recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "10", "--output-tokens", "10")
+"""The smallest recommend request the error tests build on (add a load and the flag under test)."""
 RECOMMEND_8B = (
     "recommend",
     "--model",
@@ -247,8 +249,25 @@ def test_recommend_scenario_file(invoke: Invoke, tmp_path: Path) -> None:
 
 
 def test_recommend_p99_limits_size_on_the_simulator(invoke: Invoke) -> None:
-    args = ["recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "512", "--output-tokens", "128",
-            "--rate", "8", "--ttft-p99-ms", "1500", "--tpot-p99-ms", "80", "--gpus", "L4", "--max-gpus", "8"]
+    args = [
+        "recommend",
+        "--model",
+        "meta-llama/Llama-3.1-8B",
+        "--input-tokens",
+        "512",
+        "--output-tokens",
+        "128",
+        "--rate",
+        "8",
+        "--ttft-p99-ms",
+        "1500",
+        "--tpot-p99-ms",
+        "80",
+        "--gpus",
+        "L4",
+        "--max-gpus",
+        "8",
+    ]
     data = _json(invoke, *args)
     assert data["plans"]
     for plan in data["plans"]:
@@ -407,13 +426,7 @@ def test_unknown_gpu(user_error: Any) -> None:
 
 def test_unknown_gpu_in_recommend(user_error: Any) -> None:
     line = user_error(
-        "recommend",
-        "--model",
-        "meta-llama/Llama-3.1-8B",
-        "--input-tokens",
-        "10",
-        "--output-tokens",
-        "10",
+        *TINY_8B,
         "--rate",
         "1",
         "--gpus",
@@ -482,13 +495,7 @@ def test_predict_needs_gpu(user_error: Any, tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_max_gpus_not_positive(user_error: Any, value: str) -> None:
     line = user_error(
-        "recommend",
-        "--model",
-        "meta-llama/Llama-3.1-8B",
-        "--input-tokens",
-        "10",
-        "--output-tokens",
-        "10",
+        *TINY_8B,
         "--rate",
         "1",
         "--max-gpus",
@@ -566,13 +573,7 @@ def test_config_json_unreadable(user_error: Any, tmp_path: Path, content: bytes,
 
 def test_rate_and_concurrency_both(user_error: Any) -> None:
     line = user_error(
-        "recommend",
-        "--model",
-        "meta-llama/Llama-3.1-8B",
-        "--input-tokens",
-        "10",
-        "--output-tokens",
-        "10",
+        *TINY_8B,
         "--rate",
         "1",
         "--concurrency",
@@ -607,15 +608,7 @@ def test_recommend_without_model(user_error: Any) -> None:
     ],
 )
 def test_recommend_bad_flag_values(user_error: Any, flag: str, value: str, field: str) -> None:
-    args = [
-        "recommend",
-        "--model",
-        "meta-llama/Llama-3.1-8B",
-        "--input-tokens",
-        "10",
-        "--output-tokens",
-        "10",
-    ]
+    args = [*TINY_8B]
     if flag not in ("--rate", "--concurrency"):
         args += ["--rate", "1"]
     assert field in user_error(*args, flag, value)
@@ -623,13 +616,7 @@ def test_recommend_bad_flag_values(user_error: Any, flag: str, value: str, field
 
 def test_unknown_engine(user_error: Any) -> None:
     line = user_error(
-        "recommend",
-        "--model",
-        "meta-llama/Llama-3.1-8B",
-        "--input-tokens",
-        "10",
-        "--output-tokens",
-        "10",
+        *TINY_8B,
         "--rate",
         "1",
         "--engine",
@@ -640,13 +627,7 @@ def test_unknown_engine(user_error: Any) -> None:
 
 def test_unknown_dtype_in_recommend(user_error: Any) -> None:
     line = user_error(
-        "recommend",
-        "--model",
-        "meta-llama/Llama-3.1-8B",
-        "--input-tokens",
-        "10",
-        "--output-tokens",
-        "10",
+        *TINY_8B,
         "--rate",
         "1",
         "--dtypes",
