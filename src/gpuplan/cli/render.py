@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -15,6 +14,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
+
+from gpuplan.jsonout import finite
 
 PIPE_WIDTH = 160
 """Columns when stdout is not a terminal (logs, CI, docs): rich would otherwise assume 80 and cut the
@@ -35,18 +36,7 @@ err_console = Console(stderr=True, soft_wrap=True, width=_width())
 def emit_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:
     """Stable JSON on stdout (pydantic field names, no rich markup)."""
     data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
-    sys.stdout.write(json.dumps(_finite(data), indent=2, allow_nan=False, default=str) + "\n")
-
-
-def _finite(data: Any) -> Any:
-    """JSON has no inf/nan: they become null (documented in docs/json.md)."""
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: _finite(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [_finite(v) for v in data]
-    return data
+    sys.stdout.write(json.dumps(finite(data), indent=2, allow_nan=False, default=str) + "\n")
 
 
 def error(message: str) -> None:

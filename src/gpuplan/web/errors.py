@@ -8,7 +8,6 @@ parsed.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,6 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuplan.errors import DataError, GpuplanError, InfeasibleError, UnknownNameError, UserInputError
+from gpuplan.jsonout import finite
 from gpuplan.scenario import describe_validation_error
 
 MAX_LISTED_ERRORS = 3
@@ -29,17 +29,7 @@ class FiniteJSONResponse(JSONResponse):
     """JSON as the CLI writes it: inf and nan become null (docs/json.md)."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(_finite(content), allow_nan=False, separators=(",", ":")).encode("utf-8")
-
-
-def _finite(data: Any) -> Any:
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: _finite(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [_finite(v) for v in data]
-    return data
+        return json.dumps(finite(content), allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
 def error_response(
