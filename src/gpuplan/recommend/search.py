@@ -178,17 +178,8 @@ def evaluate(
     replicas = _replicas_needed(target, load_max, space.headroom)
     count = replicas * layout.gpus_per_replica
     if count > space.max_gpus:
-        return Miss(
-            Rejection(
-                gpu=gpu.id,
-                kind="count",
-                reason=(
-                    f"needs {count} GPUs ({replicas} replicas of tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}) "
-                    f"> max {space.max_gpus}"
-                ),
-            ),
-            COUNT_MISS + min(count / space.max_gpus / 100, 0.99),
-        )
+        layout_label = f"tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}"
+        return count_miss(gpu.id, f"{replicas} replicas of {layout_label}", count, space.max_gpus)
     return _plan(
         replica,
         offer,
@@ -196,6 +187,14 @@ def evaluate(
         target,
         _load_per_replica(target, replicas),
         cal.is_fitted(gpu.family),
+    )
+
+
+def count_miss(gpu: str, what: str, count: int, max_gpus: int) -> Miss:
+    """A plan that needs more than ``max_gpus``: 'needs N GPUs (what) > max K', nearer the fewer it needs."""
+    return Miss(
+        Rejection(gpu=gpu, kind="count", reason=f"needs {count} GPUs ({what}) > max {max_gpus}"),
+        COUNT_MISS + min(count / max_gpus / 100, 0.99),
     )
 
 

@@ -20,7 +20,7 @@ from gpuplan.perf.calibration import Calibration
 from gpuplan.perf.inference import ReplicaModel
 from gpuplan.perf.layout import Layout
 from gpuplan.recommend.request import GpuOffer, Plan, Rejection, SearchSpace, ServingTarget, Sla
-from gpuplan.recommend.search import COUNT_MISS, LATENCY_MISS, Miss, plan_for, rank
+from gpuplan.recommend.search import COUNT_MISS, LATENCY_MISS, Miss, count_miss, plan_for, rank
 from gpuplan.sim.capacity import max_rate_under_slo
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.metrics import summarise
@@ -145,17 +145,8 @@ def _resize(
         replicas = max(replicas, plan.replicas)
     count = replicas * layout.gpus_per_replica
     if count > space.max_gpus:
-        return Miss(
-            Rejection(
-                gpu=plan.gpu,
-                kind="count",
-                reason=(
-                    f"needs {count} GPUs on P99 ({replicas} replicas of {label}, "
-                    f"{found.rate_rps:.2f} req/s each) > max {space.max_gpus}"
-                ),
-            ),
-            COUNT_MISS + min(count / space.max_gpus / 100, 0.99),
-        )
+        what = f"on P99: {replicas} replicas of {label}, {found.rate_rps:.2f} req/s each"
+        return count_miss(plan.gpu, what, count, space.max_gpus)
     sized = plan_for(replica, offer, layout.model_copy(update={"replicas": replicas}), target, cal)
     tail = summarise(
         simulate(replica, generate(_spec(target, rate / replicas)), config), warmup_fraction=WARMUP_FRACTION
