@@ -20,15 +20,13 @@ from collections.abc import Sequence
 from datetime import date
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from gpuplan.calibrate.predict import LOW_PRECISION, SIXTEEN_BIT, as_case, gpu_of, peak_tflops
 from gpuplan.calibrate.rows import ResultRow
 from gpuplan.catalog import Catalog
 from gpuplan.perf.calibration import Calibration, FitProvenance
 from gpuplan.perf.roofline import tp_link
-from gpuplan.validation.fit import DIFF_STEP, MIN_ROWS_PER_FACTOR, Param, _bounds, _get, _row_params, _with
-from gpuplan.validation.predict import predict_case
+from gpuplan.validation.fit import Param, _with, fitted_params, solve
 
 SERVE_PRIOR_SIGMA = 10.0
 """Prior width in log space (a factor of e¹⁰): only a tie-breaker for factors the rows cannot tell apart."""
@@ -78,27 +76,10 @@ def fit_serving(rows: Sequence[ResultRow], catalog: Catalog, start: Calibration,
                 fixed: Sequence[Param]) -> tuple[Calibration, list[Param]]:
     """Stage 2: least squares over the factors ≥ 3 serving rows exercise, less those stage 1 fixed."""
     cases = [as_case(r) for r in rows]
-    counts: dict[Param, int] = defaultdict(int)
-    for c in cases:
-        for p in _row_params(c, catalog):
-            counts[p] += 1
-    params = sorted(p for p, n in counts.items() if n >= MIN_ROWS_PER_FACTOR and p not in fixed)
+    params = fitted_params(cases, catalog, exclude=fixed)
     if not params:
         return start, []
-    lo, hi = np.log([_bounds(p)[0] for p in params]), np.log([_bounds(p)[1] for p in params])
-    x0 = np.clip(np.log([_get(start, p) for p in params]), lo + 1e-6, hi - 1e-6)
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        cal = _with(start, params, np.exp(x))
-        out = []
-        for c in cases:
-            r = predict_case(c, catalog, cal)
-            out.append(math.log(r.predicted / r.measured) if r.predicted and r.measured > 0 else 0.0)
-        return np.concatenate([np.asarray(out), (x - x0) / SERVE_PRIOR_SIGMA])
-
-    result = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.3,
-                           diff_step=[DIFF_STEP] * len(params))
-    return _with(start, params, np.exp(result.x)), params
+    return solve(cases, catalog, start, params, np.full(len(params), SERVE_PRIOR_SIGMA)), params
 
 
 def fit_training(rows: Sequence[ResultRow], catalog: Catalog) -> dict[str, float]:

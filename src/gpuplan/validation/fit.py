@@ -70,12 +70,13 @@ def _row_params(case: Case, catalog: Catalog) -> list[Param]:
     return params
 
 
-def _fitted_params(cases: Sequence[Case], catalog: Catalog) -> list[Param]:
+def fitted_params(cases: Sequence[Case], catalog: Catalog, *, exclude: Sequence[Param] = ()) -> list[Param]:
+    """The factors at least ``MIN_ROWS_PER_FACTOR`` cases exercise (never one factor per row)."""
     counts: dict[Param, int] = {}
     for c in cases:
         for p in _row_params(c, catalog):
             counts[p] = counts.get(p, 0) + 1
-    return sorted(p for p, n in counts.items() if n >= MIN_ROWS_PER_FACTOR)
+    return sorted(p for p, n in counts.items() if n >= MIN_ROWS_PER_FACTOR and p not in exclude)
 
 
 def _get(cal: Calibration, p: Param) -> float:
@@ -102,19 +103,17 @@ def _bounds(p: Param) -> tuple[float, float]:
     return TIME_BOUNDS_S.get(p[0], FACTOR_BOUNDS)
 
 
-def fit_calibration(
-    cases: Sequence[Case], catalog: Catalog, prior: Calibration, *, data: str, command: str
-) -> tuple[Calibration, list[Param]]:
-    """Fit the factors that enough ``cases`` exercise; return the new calibration and what was fitted."""
-    params = _fitted_params(cases, catalog)
-    x0 = np.log([min(max(_get(prior, p), _bounds(p)[0] * 1.01), _bounds(p)[1] * 0.99) for p in params])
+def solve(
+    cases: Sequence[Case], catalog: Catalog, start: Calibration, params: Sequence[Param], sigma: np.ndarray
+) -> Calibration:
+    """Least squares on log(predicted/measured) over ``cases`` (soft-L1, robust to outlier rows), with a
+    log-normal prior of width ``sigma`` (log space) around ``start``'s value of each of ``params``."""
+    x0 = np.log([min(max(_get(start, p), _bounds(p)[0] * 1.01), _bounds(p)[1] * 0.99) for p in params])
     lower = np.log([_bounds(p)[0] for p in params])
     upper = np.log([_bounds(p)[1] for p in params])
 
-    sigma = np.asarray([PRIOR_SIGMA.get(p[0], DEFAULT_PRIOR_SIGMA) for p in params])
-
     def residuals(x: np.ndarray) -> np.ndarray:
-        cal = _with(prior, params, np.exp(x))
+        cal = _with(start, params, np.exp(x))
         out = []
         for c in cases:
             r = predict_case(c, catalog, cal)
@@ -124,7 +123,16 @@ def fit_calibration(
     result = least_squares(
         residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.3, diff_step=[DIFF_STEP] * len(params)
     )
-    fitted = _with(prior, params, np.exp(result.x))
+    return _with(start, params, np.exp(result.x))
+
+
+def fit_calibration(
+    cases: Sequence[Case], catalog: Catalog, prior: Calibration, *, data: str, command: str
+) -> tuple[Calibration, list[Param]]:
+    """Fit the factors that enough ``cases`` exercise; return the new calibration and what was fitted."""
+    params = fitted_params(cases, catalog)
+    sigma = np.asarray([PRIOR_SIGMA.get(p[0], DEFAULT_PRIOR_SIGMA) for p in params])
+    fitted = solve(cases, catalog, prior, params, sigma)
     provenance = FitProvenance(
         method="scipy least_squares, soft_l1 on log(pred/measured)",
         data=data,
