@@ -20,6 +20,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
+from pydantic import ValidationError
+
 
 class GpuplanError(Exception):
     """Base of all gpuplan errors; ``exit_code`` is what the CLI exits with."""
@@ -90,3 +92,10 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
     contains = [c for c in pool if name.lower() in c.lower() and c.lower() not in hits]
     return [lowered[h] for h in hits] + contains[: max(0, n - len(hits))]
+
+
+def first_problem(exc: ValidationError) -> tuple[str, str]:
+    """(dotted field path, message) of a pydantic error's first problem, for one-line errors."""
+    first = exc.errors()[0]
+    return ".".join(str(p) for p in first["loc"]), first["msg"]
+

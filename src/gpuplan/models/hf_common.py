@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpuplan.errors import FileFormatError
+from gpuplan.errors import FileFormatError, first_problem
 from gpuplan.models.config_reader import ConfigReader
 from gpuplan.models.spec import AttentionKind, KvGroup, ModelSpec
 
@@ -214,8 +214,5 @@ def assemble(root: ConfigReader, *, model_type: str, fields: Fields) -> ModelSpe
     try:
         return ModelSpec(**meta, **fields)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise FileFormatError(
-            f"config.json for {root.model_id}: derived field {where!r} is invalid: {first['msg']}"
-        ) from None
+        where, msg = first_problem(exc)
+        raise FileFormatError(f"config.json for {root.model_id}: derived field {where!r} is invalid: {msg}") from None

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpuplan.errors import FileFormatError
+from gpuplan.errors import FileFormatError, first_problem
 from gpuplan.models.config_reader import ConfigReader
 from gpuplan.models.hf_common import Fields, assemble
 from gpuplan.models.hf_deepseek import parse_deepseek
@@ -102,7 +102,6 @@ def parse_hf_config(config: Mapping[str, Any], *, model_id: str) -> ModelSpec:
     try:
         fields = _fields(r, model_type)
     except ValidationError as exc:  # a MoeSpec / MlaSpec / KvGroup built by a family parser
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise FileFormatError(f"config.json for {model_id}: invalid {where!r}: {first['msg']}") from None
+        where, msg = first_problem(exc)
+        raise FileFormatError(f"config.json for {model_id}: invalid {where!r}: {msg}") from None
     return _check(r, assemble(r, model_type=model_type, fields=fields))

@@ -28,7 +28,7 @@ from importlib import resources
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gpuplan.errors import DataError
+from gpuplan.errors import DataError, first_problem
 
 DEFAULT_FAMILY = "default"
 MAX_FACTOR = 1.5
@@ -115,9 +115,8 @@ def parse_calibration(data: object, *, origin: str) -> Calibration:
     try:
         cal = Calibration.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise DataError(f"{origin}: {where}: {first['msg']}") from None
+        where, msg = first_problem(exc)
+        raise DataError(f"{origin}: {where}: {msg}") from None
     for name in (
         "compute_efficiency",
         "bandwidth_efficiency",

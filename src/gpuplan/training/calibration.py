@@ -24,7 +24,7 @@ from importlib import resources
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpuplan.errors import DataError
+from gpuplan.errors import DataError, first_problem
 from gpuplan.perf.calibration import FitProvenance
 
 DEFAULT_KEY = "default"
@@ -62,9 +62,8 @@ def parse_training_calibration(data: object, *, origin: str) -> TrainingCalibrat
     try:
         cal = TrainingCalibration.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise DataError(f"{origin}: {where}: {first['msg']}") from None
+        where, msg = first_problem(exc)
+        raise DataError(f"{origin}: {where}: {msg}") from None
     if DEFAULT_KEY not in cal.mfu or DEFAULT_KEY not in cal.hop_latency_s:
         raise DataError(f"{origin}: mfu and hop_latency_s need a '{DEFAULT_KEY}' entry")
     return cal
