@@ -114,6 +114,12 @@ def _fill(driver: Any, values: dict[str, str]) -> None:
         element.send_keys(value)
 
 
+def _open(driver: Any, server: str) -> None:
+    """Load the page and wait for its first answer (the form's defaults)."""
+    driver.get(f"{server}/")
+    _wait(driver, "the first answer", lambda d: d.execute_script("return document.body.dataset.state") == "ready")
+
+
 def _top_row(driver: Any) -> list[str]:
     cells: list[str] = driver.execute_script(
         "return [...document.querySelectorAll('#plans tbody tr.best td')].map((td) => td.textContent)"
@@ -147,12 +153,7 @@ def test_page_answers_like_the_api_and_shows_cli_errors(server: str, browser: An
         best["weight_dtype"],
     ]
 
-    browser.get(f"{server}/")
-    _wait(
-        browser,
-        "the first answer",
-        lambda d: d.execute_script("return document.body.dataset.state") == "ready",
-    )
+    _open(browser, server)
     _fill(browser, FORM)
     _wait(browser, "the top plan to match the API", lambda d: _top_row(d)[:6] == expected)
     points = _wait(
@@ -231,12 +232,7 @@ def test_training_view_answers_like_the_api(server: str, browser: Any, invoke: I
     api = httpx.post(f"{server}/api/train-plan", json=TRAIN_BODY, timeout=60).json()
     expected = [[p["gpu"], str(p["gpus"]), p["layout"]] for p in api["plans"]]
 
-    browser.get(f"{server}/")
-    _wait(
-        browser,
-        "the first answer",
-        lambda d: d.execute_script("return document.body.dataset.state") == "ready",
-    )
+    _open(browser, server)
     browser.find_element(By.ID, "wl-training").click()
     assert not browser.find_element(By.ID, "input_tokens").is_displayed()
     Select(browser.find_element(By.ID, "method")).select_by_value("lora")
@@ -289,8 +285,7 @@ def test_api_docs_render_from_local_assets(server: str, browser: Any) -> None:
 
 
 def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
-    browser.get(f"{server}/")
-    _wait(browser, "the first answer", lambda d: d.execute_script("return document.body.dataset.state") == "ready")
+    _open(browser, server)
     _fill(browser, {**FORM, "gpus": "L4", "input_tokens": "512", "output_tokens": "128", "load": "8"})
     Select(browser.find_element(By.ID, "sla_stat")).select_by_value("p99")
 
