@@ -164,8 +164,9 @@ def memory_row(case: Case) -> tuple[TrainingJob, TrainingLayout]:
     local = case.int_field("batch_size") or 1
     tp, pp, cp = sizes.get("tp", 1), sizes.get("pp", 1), sizes.get("cp", 1)
     micro = 1 if pp > 1 else local  # torchtitan splits the local batch into 1-sequence pipeline micro-batches
-    if not sizes and gpus > 1 and case.get("zero_stage") == "":
-        pp = gpus  # HF device_map="auto" splits layers over the GPUs (naive pipeline)
+    naive_pipeline = not sizes and gpus > 1 and case.get("zero_stage") == ""
+    if naive_pipeline:
+        pp = gpus  # HF device_map="auto" splits layers over the GPUs (naive pipeline, no 1F1B schedule)
     dp = max(gpus // (tp * pp * cp), 1)
     rank = case.int_field("lora_rank")
     job = TrainingJob(
@@ -189,6 +190,6 @@ def memory_row(case: Case) -> tuple[TrainingJob, TrainingLayout]:
         checkpointing=_checkpointing(case, settings),
         cpu_offload="cpu offload" in notes,
         activation_offload=settings.get("activation_offload", False),
-        virtual_stages=virtual_stages(case, pp),
+        virtual_stages=1 if naive_pipeline else virtual_stages(case, pp),
     )
     return job, layout
