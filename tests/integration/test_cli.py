@@ -402,8 +402,11 @@ def test_validate_fit_out(invoke: Invoke, tmp_path: Path) -> None:
     assert run.exit_code == 0, run.stderr
     cal = parse_calibration(yaml.safe_load(out.read_text(encoding="utf-8")), origin=str(out))
     assert "inference_small.csv" in cal.provenance.data
-    assert cal.provenance.rows == len(_csv_ids(DATA / "inference_small.csv"))
-    assert json.loads(run.stdout)["summary"]["rows"] == cal.provenance.rows
+    # The fit uses the analytic rows; the simulated server row (I0014) is validated, not fitted.
+    with (DATA / "inference_small.csv").open(newline="", encoding="utf-8") as handle:
+        analytic = [r["id"] for r in csv.DictReader(handle) if r["scenario"] not in ("server", "rate")]
+    assert cal.provenance.rows == len(analytic) == len(_csv_ids(DATA / "inference_small.csv")) - 1
+    assert json.loads(run.stdout)["summary"]["rows"] == cal.provenance.rows + 1
 
 
 def test_json_has_no_nan_or_infinity(invoke: Invoke, tmp_path: Path) -> None:

@@ -16,6 +16,10 @@ Physical meaning, so that a factor fitted on one GPU transfers to another of the
 * ``layer_overhead_s``: kernel-launch time per transformer layer of a prefill step (about ten
   kernels of a few µs each). Decode steps replay captured CUDA graphs (vLLM, TensorRT-LLM), so
   they pay only ``step_overhead_s``.
+* ``overlap_loss``: the part of the shorter of weight streaming and GEMM math that the longer does
+  not hide in a step (0 = pure roofline max, 1 = the two add up). It matters near the ridge point:
+  mid-size decode batches and serving steps that mix decodes with prefill chunks. A calibration
+  file without it reads as 0.
 
 The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
 """
@@ -60,6 +64,8 @@ class Calibration(BaseModel):
     link_efficiency: float = Field(gt=0, le=1)
     hop_latency_s: dict[str, float]
     layer_overhead_s: float = Field(ge=0, le=0.01)
+    overlap_loss: float = Field(default=0.0, ge=0, le=1)
+    """Weight-streaming / GEMM-math overlap loss κ (module docstring); 0 for files that predate it."""
     provenance: FitProvenance
 
     @model_validator(mode="after")

@@ -4,10 +4,20 @@ A forward step is a sequence of kernels; each is bound by either math or memory,
 is the sum over kernel classes of max(bytes / achieved bandwidth, FLOPs / achieved peak) (Williams
 et al. 2009, "Roofline"), plus collectives and a fixed host overhead:
 
-    t_step = max(W / (BW·η_bw), F_gemm / (P·η_c))          weights stream once per step
+    t_step = max(t_W, t_F) + κ·min(t_W, t_F)                weights stream once per step
            + max(KV / (BW·η_bw), F_attn / (P16·η_c))        attention reads each sequence's KV
            + n_allreduce · (α + 2(tp−1)/tp · msg / (link·η_link))   ring all-reduce (Patarasuk 2009)
            + overhead (+ per-layer kernel launches in prefill: decode steps replay CUDA graphs)
+
+    with t_W = W / (BW·η_bw) and t_F = F_gemm / (P·η_c).
+
+κ (``overlap_loss``) is the part of the shorter of weight streaming and GEMM math that the longer
+does not hide. A pure roofline has κ = 0; a step is many kernels of different shapes (QKV, out,
+gate/up, down, per layer, with a tail at each wave boundary), so near the ridge point the two add
+up rather than overlap. κ is fitted with the other factors (``perf/data/calibration.yaml``).
+
+A step of continuous batching may carry decode tokens and prefill chunks together (chunked
+prefill): the weights stream once for all of them (``step_s``).
 
 Pipeline parallelism splits the layers over ``pp`` stages; a token crosses all stages, so the
 latency of one step is ``pp`` stage times while ``pp`` micro-batches keep every stage busy.
@@ -86,6 +96,7 @@ class StepModel:
     engine: EngineProfile
     max_seqs: int
     chunk_tokens: int
+    overlap_loss: float
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -120,6 +131,7 @@ class StepModel:
             engine=engine,
             max_seqs=max_seqs,
             chunk_tokens=chunk,
+            overlap_loss=cal.overlap_loss,
         )
 
     def _cached(self, kind: str, tokens: int) -> float:
@@ -151,27 +163,41 @@ class StepModel:
 
     def _stage_s(self, *, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float) -> float:
         shards = self.layout.tp * self.layout.pp
-        gemm = max(self._weights_read(tokens) / self.bytes_per_s, gemm_flops / shards / self.gemm_flops_per_s)
+        stream_s = self._weights_read(tokens) / self.bytes_per_s
+        math_s = gemm_flops / shards / self.gemm_flops_per_s
+        gemm = max(stream_s, math_s) + self.overlap_loss * min(stream_s, math_s)
         attn = max(kv_bytes / self.bytes_per_s, attn_flops / shards / self.attn_flops_per_s)
         return gemm + attn + self._comm_s(tokens)
 
     def decode_s(self, *, batch: float, context: float) -> float:
         """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token."""
-        pp = self.layout.pp
-        micro = max(batch / pp, 1.0)
-        ctx = max(int(context), 1)
-        stage = self._stage_s(
-            tokens=micro,
-            gemm_flops=micro * self.matmul_flops_per_token,
-            attn_flops=micro * self._cached("attn", ctx),
-            kv_bytes=micro * self._cached("kv", ctx),
-        )
-        return pp * stage + self.overhead_s
+        return self.step_s(batch=batch, context=context, prefill_tokens=0.0, prompt_tokens=0.0)
 
     def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
         """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
-        prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
-        total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
-        gemm = tokens * self.matmul_flops_per_token
-        stage = self._stage_s(tokens=tokens, gemm_flops=gemm, attn_flops=max(total - gemm, 0.0), kv_bytes=0.0)
-        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
+        return self.step_s(batch=0.0, context=0.0, prefill_tokens=tokens, prompt_tokens=prompt_tokens)
+
+    def step_s(self, *, batch: float, context: float, prefill_tokens: float, prompt_tokens: float) -> float:
+        """One engine step: ``batch`` decode tokens (mean context ``context``) plus a prefill chunk of
+        ``prefill_tokens`` from prompts of ``prompt_tokens`` each, sharing one pass over the weights.
+
+        Decode sequences are split into ``pp`` micro-batches; a prefill chunk crosses the stages whole.
+        """
+        pp = self.layout.pp
+        micro = max(batch / pp, 1.0) if batch > 0 else 0.0
+        ctx = max(int(context), 1)
+        gemm = (micro + prefill_tokens) * self.matmul_flops_per_token
+        attn = micro * self._cached("attn", ctx) if micro else 0.0
+        launch = 0.0
+        if prefill_tokens > 0:
+            prompts = prefill_tokens / max(prompt_tokens, 1.0)
+            prefill_total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
+            attn += max(prefill_total - prefill_tokens * self.matmul_flops_per_token, 0.0)
+            launch = self.prefill_launch_s
+        stage = self._stage_s(
+            tokens=micro + prefill_tokens,
+            gemm_flops=gemm,
+            attn_flops=attn,
+            kv_bytes=micro * self._cached("kv", ctx) if micro else 0.0,
+        )
+        return pp * stage + self.overhead_s + launch

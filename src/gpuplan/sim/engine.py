@@ -9,8 +9,9 @@ Each engine step (Yu et al. 2022 "Orca" iteration-level scheduling; vLLM V1 sche
    (``max_batched_tokens``) goes to prefill chunks, first of partly prefilled prompts, then of new
    requests admitted in arrival order while ``max_num_seqs`` and the KV pool allow (chunked prefill).
    Without chunked prefill a step is either whole prompts only (decodes pause, vLLM V0) or decode only;
-3. the step lasts ``decode_s(batch, context) + prefill_s(chunk tokens, prompt length)`` of the core
-   step model (``perf/roofline.py``), memoised by (batch, context) and (tokens, prompt).
+3. the step lasts ``step_s(decodes, context, chunk tokens, prompt length)`` of the core step model
+   (``perf/roofline.py``): decodes and prefill chunks share one pass over the weights. Step times are
+   memoised by their integer arguments.
 
 Per-sequence context for the decode step is each sequence's life-mean context ``prompt + output/2``
 (the analytic model's choice, ``perf/inference.py``): in steady state the mean current context of a
@@ -43,6 +44,7 @@ class StepTimes:
         self.step = step
         self._decode: dict[tuple[int, int], float] = {}
         self._prefill: dict[tuple[int, int], float] = {}
+        self._mixed: dict[tuple[int, int, int, int], float] = {}
 
     def decode_s(self, batch: int, context: int) -> float:
         key = (batch, context)
@@ -56,6 +58,16 @@ class StepTimes:
         value = self._prefill.get(key)
         if value is None:
             value = self._prefill[key] = self.step.prefill_s(tokens=tokens, prompt_tokens=prompt)
+        return value
+
+    def mixed_s(self, batch: int, context: int, tokens: int, prompt: int) -> float:
+        """A step of decode tokens and a prefill chunk together: one pass over the weights."""
+        key = (batch, context, tokens, prompt)
+        value = self._mixed.get(key)
+        if value is None:
+            value = self._mixed[key] = self.step.step_s(
+                batch=batch, context=context, prefill_tokens=tokens, prompt_tokens=prompt
+            )
         return value
 
 
@@ -157,21 +169,23 @@ class Replica:
         self._chunk, self._n_dec = chunk, n_dec
         if not self.lim.reserve_full:
             self.kv_used += n_dec
-        dt = extra_s
-        if n_dec:
-            dt += self.times.decode_s(n_dec, self.ctx2 // (2 * n_dec))
-        if chunk:
-            dt += self._prefill_time(chunk)
-        self._dt = dt
-        return dt
+        self._dt = extra_s + self._step_time(chunk, n_dec)
+        return self._dt
 
-    def _prefill_time(self, chunk: list[tuple[int, int]]) -> float:
+    def _step_time(self, chunk: list[tuple[int, int]], n_dec: int) -> float:
+        """Duration of a step of ``n_dec`` decodes and a prefill ``chunk`` (core model, memoised)."""
+        context = self.ctx2 // (2 * n_dec) if n_dec else 0
+        if not chunk:
+            return self.times.decode_s(n_dec, context)
         tokens = 0
         weighted = 0
         for rid, take in chunk:
             tokens += take
             weighted += take * (self.book.inp[rid] + self.book.gen[rid])
-        return self.times.prefill_s(tokens, max(round(weighted / tokens), 1))
+        prompt = max(round(weighted / tokens), 1)
+        if not n_dec:
+            return self.times.prefill_s(tokens, prompt)
+        return self.times.mixed_s(n_dec, context, tokens, prompt)
 
     def _need(self, rid: int) -> float:
         """KV slots a request holds when admitted (prompt + generated so far, or its whole context)."""

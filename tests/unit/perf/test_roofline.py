@@ -1,0 +1,94 @@
+"""Step time of one replica: the overlap loss between weight streaming and GEMM math, and mixed steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog import default_catalog
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.models import get_model
+from gpuplan.models.spec import ModelSpec
+from gpuplan.perf.calibration import default_calibration
+from gpuplan.perf.layout import Layout
+from gpuplan.perf.roofline import StepModel
+
+LLAMA_8B_PARAMS = 8_030_261_248
+LLAMA_8B_INPUT_EMBEDDING = 128_256 * 4096
+
+
+@pytest.fixture(scope="module")
+def llama8b() -> ModelSpec:
+    return get_model("meta-llama/Llama-3.1-8B")
+
+
+@pytest.fixture(scope="module")
+def h100() -> GpuSpec:
+    return default_catalog().get_gpu("H100-SXM")
+
+
+def _step(model: ModelSpec, gpu: GpuSpec, kappa: float) -> StepModel:
+    cal = default_calibration().model_copy(update={"overlap_loss": kappa})
+    return StepModel.build(model, gpu, Layout(), cal)
+
+
+def _gemm_terms_s(step: StepModel, tokens: int) -> tuple[float, float]:
+    """(weight streaming, GEMM math) seconds of a step of ``tokens`` tokens, by hand."""
+    stream_s = step.dense_weight_bytes / step.bytes_per_s
+    math_s = tokens * 2 * (LLAMA_8B_PARAMS - LLAMA_8B_INPUT_EMBEDDING) / step.gemm_flops_per_s
+    return stream_s, math_s
+
+
+@pytest.mark.parametrize("tokens", [64, 512, 4096])
+def test_overlap_loss_adds_kappa_times_the_shorter_term(llama8b: ModelSpec, h100: GpuSpec, tokens: int) -> None:
+    # A prefill step has no KV reads, so t(κ) − t(0) isolates the GEMM term: κ · min(t_W, t_F).
+    pure = _step(llama8b, h100, 0.0).prefill_s(tokens=tokens, prompt_tokens=tokens)
+    stream_s, math_s = _gemm_terms_s(_step(llama8b, h100, 0.0), tokens)
+    for kappa in (0.25, 1.0):
+        lossy = _step(llama8b, h100, kappa).prefill_s(tokens=tokens, prompt_tokens=tokens)
+        assert lossy - pure == pytest.approx(kappa * min(stream_s, math_s), rel=1e-9)
+
+
+def test_overlap_loss_matters_most_at_the_ridge(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    # The relative cost of κ = 1 peaks where streaming and math take equally long (the ridge batch)
+    # and fades at batch 1 (memory-bound) and at very large batches (compute-bound).
+    pure, lossy = _step(llama8b, h100, 0.0), _step(llama8b, h100, 1.0)
+    stream_s, math_per_token_s = _gemm_terms_s(pure, 1)
+    ridge = round(stream_s / math_per_token_s)
+
+    def penalty(batch: int) -> float:
+        return lossy.decode_s(batch=batch, context=1) / pure.decode_s(batch=batch, context=1) - 1
+
+    assert penalty(ridge) > 3 * penalty(1)
+    assert penalty(ridge) > 3 * penalty(64 * ridge)
+
+
+def test_decode_and_prefill_are_the_two_ends_of_a_step(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    step = _step(llama8b, h100, 0.68)
+    assert step.step_s(batch=32, context=900, prefill_tokens=0, prompt_tokens=0) == step.decode_s(
+        batch=32, context=900
+    )
+    assert step.step_s(batch=0, context=0, prefill_tokens=2048, prompt_tokens=1024) == step.prefill_s(
+        tokens=2048, prompt_tokens=1024
+    )
+
+
+@pytest.mark.parametrize("kappa", [0.0, 0.68, 1.0])
+def test_mixed_step_reads_the_weights_once(llama8b: ModelSpec, h100: GpuSpec, kappa: float) -> None:
+    # Chunked prefill: 64 decodes and a 512-token chunk share one pass over the weights, so the step
+    # is shorter than a decode step plus a prefill step, but longer than either alone.
+    step = _step(llama8b, h100, kappa)
+    decode = step.decode_s(batch=64, context=1500)
+    prefill = step.prefill_s(tokens=512, prompt_tokens=1024)
+    mixed = step.step_s(batch=64, context=1500, prefill_tokens=512, prompt_tokens=1024)
+    assert max(decode, prefill) < mixed < decode + prefill
+
+
+def test_mixed_step_saves_one_weight_stream_and_one_overhead(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    # With κ = 1 the GEMM term is t_W + t_F, so two separate steps pay t_W and the step overhead twice.
+    # Contexts and prompts of one token make attention negligible (no KV, no prompt attention).
+    step = _step(llama8b, h100, 1.0)
+    decode = step.decode_s(batch=64, context=1)
+    prefill = step.prefill_s(tokens=512, prompt_tokens=1)
+    mixed = step.step_s(batch=64, context=1, prefill_tokens=512, prompt_tokens=1)
+    stream_s, _ = _gemm_terms_s(step, 1)
+    assert decode + prefill - mixed == pytest.approx(stream_s + step.overhead_s, rel=1e-2)
