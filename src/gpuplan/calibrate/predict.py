@@ -60,7 +60,7 @@ def predict_row(row: ResultRow, catalog: Catalog, cal: Calibration, training: Tr
     if gpu is None:
         return None
     if row.kind == "serve":
-        return predict_case(as_case(row), catalog, cal).predicted
+        return predict_case(as_case(row), catalog, cal, simulate=False).predicted
     if row.kind == "train":
         dtype = row.fields.get("dtype", "bf16")
         peak = peak_tflops(gpu, dtype)

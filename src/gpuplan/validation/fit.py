@@ -118,7 +118,7 @@ def solve(
         cal = _with(start, params, np.exp(x))
         out = []
         for c in cases:
-            r = predict_case(c, catalog, cal)
+            r = predict_case(c, catalog, cal, simulate=False)
             out.append(math.log(r.predicted / r.measured) if r.predicted and r.measured > 0 else 0.0)
         return np.concatenate([np.asarray(out), (x - x0) / sigma])
 
@@ -135,7 +135,9 @@ saw they test the simulator out of sample."""
 
 
 def fit_rows(cases: Sequence[Case]) -> list[Case]:
-    """The rows the calibration is fitted on: every row the analytic model predicts."""
+    """The rows the calibration is fitted on: every row the analytic model can price. ``concurrency``
+    rows stay in, priced by the analytic closed loop (``predict_case(simulate=False)``); validation
+    reports them from the simulator's closed loop."""
     return [c for c in cases if c.get("scenario") not in SIMULATED_SCENARIOS]
 
 

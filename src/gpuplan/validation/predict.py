@@ -23,7 +23,7 @@ from gpuplan.units import GIB, MS_PER_S
 from gpuplan.validation.cases import Case, Skip
 from gpuplan.validation.datasets import row_lengths
 from gpuplan.validation.layouts import row_dtype, row_engine, row_layouts
-from gpuplan.validation.predict_server import predict_server_case
+from gpuplan.validation.predict_server import predict_closed_loop_case, predict_server_case
 from gpuplan.validation.predict_training import predict_training_case
 
 
@@ -42,10 +42,14 @@ class RowResult(BaseModel):
     skip_reason: str | None
 
 
-def predict_case(case: Case, catalog: Catalog, cal: Calibration) -> RowResult:
-    """Predict one row; never raises for a data problem (it becomes a skip reason)."""
+def predict_case(case: Case, catalog: Catalog, cal: Calibration, *, simulate: bool = True) -> RowResult:
+    """Predict one row; never raises for a data problem (it becomes a skip reason).
+
+    ``simulate=False`` prices ``concurrency`` rows with the analytic closed-loop model instead of the
+    simulator's closed loop: the calibration fits use it (fast, and free of the sampling noise a
+    finite-difference Jacobian would see); validation reports the simulator."""
     try:
-        predicted = _dispatch(case, catalog, cal)
+        predicted = _dispatch(case, catalog, cal, simulate)
     except Skip as why:
         return _result(case, None, str(why))
     except GpuplanError as exc:
@@ -67,7 +71,7 @@ def _result(case: Case, predicted: float | None, skip: str | None) -> RowResult:
     )
 
 
-def _dispatch(case: Case, catalog: Catalog, cal: Calibration) -> float:
+def _dispatch(case: Case, catalog: Catalog, cal: Calibration, simulate: bool) -> float:
     if case.schema_name == "training" or (case.schema_name == "memory" and case.get("method") != "inference"):
         return predict_training_case(case, catalog, cal)
     if not case.get("gpu"):
@@ -76,7 +80,7 @@ def _dispatch(case: Case, catalog: Catalog, cal: Calibration) -> float:
     gpu = catalog.get_gpu(case.get("gpu"))
     if case.schema_name == "inference_memory":
         return _memory_metric(case, model, gpu)
-    return _inference_metric(case, model, gpu, cal)
+    return _inference_metric(case, model, gpu, cal, simulate)
 
 
 # --- inference.csv -------------------------------------------------------------------------------
@@ -93,10 +97,12 @@ _INFERENCE_METRICS: dict[str, Callable[[InferencePrediction], float]] = {
 }
 
 
-def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
+def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, simulate: bool) -> float:
     scenario = case.get("scenario")
     if scenario in ("server", "rate"):
         return predict_server_case(case, model, gpu, cal)
+    if scenario == "concurrency" and simulate:
+        return predict_closed_loop_case(case, model, gpu, cal)
     if case.metric not in _INFERENCE_METRICS:
         raise Skip(f"metric {case.metric} needs percentiles from the serving simulator")
     if scenario == "single" and not case.int_field("input_len") and case.int_field("output_len"):

@@ -1,14 +1,17 @@
-"""Predict inference rows of scenario ``server`` / ``rate`` with the serving simulator.
+"""Predict inference rows with the serving simulator: scenarios ``server``, ``rate`` and ``concurrency``.
 
-* throughput rows (``requests_per_s``, ``output_tokens_per_s[_per_gpu]``): the highest Poisson rate
-  whose P99s meet the row's ``constraint:`` note (``ttft_p99_ms<=2000; tpot_p99_ms<=200``), found by
-  bisection (``sim/capacity.py``), as MLPerf's Server scenario does;
-* latency rows (``ttft_ms_p99``, ``tpot_ms_p50``, ``e2e_ms_p99`` …): simulated at the row's
-  ``request_rate`` and read off at the named statistic.
+* throughput rows (``requests_per_s``, ``output_tokens_per_s[_per_gpu]``) of ``server``: the highest
+  Poisson rate whose P99s meet the row's ``constraint:`` note (``ttft_p99_ms<=2000; tpot_p99_ms<=200``),
+  found by bisection (``sim/capacity.py``), as MLPerf's Server scenario does;
+* latency rows (``ttft_ms_p99``, ``tpot_ms_p50``, ``e2e_ms_p99`` …) of ``server``/``rate``: simulated at
+  the row's ``request_rate`` and read off at the named statistic;
+* ``concurrency`` rows: the simulator's closed loop, C clients each sending its next request when the
+  last one finishes (``predict_closed_loop_case``).
 
 Replicas of a row are identical and MLPerf's harness spreads queries evenly, so one replica is
-simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson). Rows without ``input_len``
-use the mean lengths of their benchmark dataset (``data/server_datasets.yaml``), with fixed lengths.
+simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson), or with ``C / replicas``
+clients. Rows without ``input_len`` use the mean lengths of their benchmark dataset
+(``data/server_datasets.yaml``), with fixed lengths.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ RUN_DURATION_S = 600.0
 https://github.com/mlcommons/inference/blob/master/loadgen/mlperf.conf): with E2E in the tens of seconds
 the batch takes a minute to fill, and a 1,200-request run (67 s at 17.8 req/s) read P99 TPOT 35 %
 low on I0016 because it never reached the steady batch."""
+CLOSED_LOOP_REQUESTS_PER_CLIENT = 30
+"""Each closed-loop client cycles through ~30 requests: the warm-up share drops the first waves (all
+clients prefilling at once) and the rest is steady state."""
 MAX_REQUESTS_PER_RUN = 50_000
 """Bound on one latency run (about a second of simulation)."""
 WARMUP_FRACTION = 0.2
@@ -78,12 +84,39 @@ def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibra
     found = max_rate_under_slo(replica, spec, _slo(case), config, steps=BISECTION_STEPS)
     if not found.feasible:
         raise Skip(found.reason or "infeasible")
-    rate = found.rate_rps * replicas
+    return _throughput(case, found.rate_rps * replicas, out)
+
+
+def predict_closed_loop_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
+    """A ``concurrency`` row: ``C / replicas`` closed-loop clients on one simulated replica, the first
+    ``WARMUP_FRACTION`` of requests (the first waves, all prefilling at once) left out."""
+    latency = _LATENCY_METRIC.match(case.metric)
+    if case.metric not in _THROUGHPUT and latency is None:
+        raise Skip(f"metric {case.metric} is not predicted by the simulator")
+    inp, out = row_lengths(case)
+    replica, replicas = _replica(case, model, gpu, cal, inp + out)
+    clients = max(round((case.float_field("concurrency") or 1.0) / replicas), 1)
+    spec = WorkloadSpec(
+        arrival=ArrivalSpec(kind="closed_loop", concurrency=clients),
+        input_tokens=LengthDist(kind="fixed", value=max(inp, 1)),
+        output_tokens=LengthDist(kind="fixed", value=out),
+        num_requests=min(max(REQUESTS_PER_RUN, CLOSED_LOOP_REQUESTS_PER_CLIENT * clients), MAX_REQUESTS_PER_RUN),
+        seed=SEED,
+    )
+    config = SimConfig(warmup_fraction=WARMUP_FRACTION, record_timeline=False)
+    summary = summarise(simulate(replica, generate(spec), config), warmup_fraction=WARMUP_FRACTION)
+    if latency is not None:
+        return _statistic(summary, latency.group(1), latency.group(2))
+    return _throughput(case, summary.requests_per_s * replicas, out)
+
+
+def _throughput(case: Case, requests_per_s: float, out: int) -> float:
+    """A throughput metric of the whole deployment from its request rate."""
     gpus = case.int_field("num_gpus") or 1
     return {
-        "requests_per_s": rate,
-        "output_tokens_per_s": rate * out,
-        "output_tokens_per_s_per_gpu": rate * out / gpus,
+        "requests_per_s": requests_per_s,
+        "output_tokens_per_s": requests_per_s * out,
+        "output_tokens_per_s_per_gpu": requests_per_s * out / gpus,
     }[case.metric]
 
 

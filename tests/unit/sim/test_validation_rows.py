@@ -1,0 +1,70 @@
+"""Validation rows the simulator predicts: closed-loop concurrency rows, and MLPerf dataset lengths."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog import default_catalog
+from gpuplan.perf.calibration import default_calibration
+from gpuplan.validation.cases import Case
+from gpuplan.validation.datasets import row_lengths
+from gpuplan.validation.predict import predict_case
+
+
+def _case(metric: str, concurrency: int, **extra: str) -> Case:
+    fields = {
+        "framework": "vllm",
+        "model": "meta-llama/Llama-3.1-8B",
+        "gpu": "H100-SXM",
+        "num_gpus": "1",
+        "tp": "1",
+        "weight_dtype": "bf16",
+        "input_len": "512",
+        "output_len": "128",
+        "scenario": "concurrency",
+        "concurrency": str(concurrency),
+        "notes": "",
+        **extra,
+    }
+    return Case(schema_name="inference", id="T1", metric=metric, value=1.0, quality="A", fields=fields)
+
+
+def _both(case: Case) -> tuple[float, float]:
+    """(simulated, analytic) prediction of a row."""
+    simulated = predict_case(case, default_catalog(), default_calibration()).predicted
+    analytic = predict_case(case, default_catalog(), default_calibration(), simulate=False).predicted
+    assert simulated is not None and analytic is not None
+    return simulated, analytic
+
+
+@pytest.mark.parametrize("metric", ["ttft_ms_mean", "tpot_ms_mean"])
+def test_one_client_reproduces_the_analytic_single_request(metric: str) -> None:
+    # One request at a time: the simulator's closed loop reproduces the analytic latencies exactly.
+    simulated, analytic = _both(_case(metric, concurrency=1))
+    assert simulated == pytest.approx(analytic, rel=1e-6)
+
+
+def test_one_client_throughput_is_output_over_e2e() -> None:
+    # 128 tokens per E2E = TTFT + 127 x TPOT (the first token comes out of prefill). The analytic wave
+    # model counts 128 decode steps per cycle, so it reads 1/128 lower here.
+    ttft_ms, _ = _both(_case("ttft_ms_mean", concurrency=1))
+    tpot_ms, _ = _both(_case("tpot_ms_mean", concurrency=1))
+    simulated, analytic = _both(_case("output_tokens_per_s", concurrency=1))
+    assert simulated == pytest.approx(128 / ((ttft_ms + 127 * tpot_ms) / 1000), rel=1e-6)
+    assert analytic < simulated
+
+
+def test_many_clients_agree_with_the_analytic_steady_state() -> None:
+    # 64 clients: the simulated closed loop and the analytic wave model are two steady-state estimates of
+    # the same engine; they must agree to within the wave model's approximation (prompts in waves).
+    simulated, analytic = _both(_case("output_tokens_per_s", concurrency=64))
+    assert simulated == pytest.approx(analytic, rel=0.15)
+
+
+def test_mlperf_rows_take_the_benchmark_lengths_over_their_own() -> None:
+    # The llama2-70b rows quote 265 output tokens (the accuracy check's floor, 0.9 x 294.45);
+    # the dataset table holds the benchmark's reference mean.
+    case = _case("output_tokens_per_s", concurrency=1, input_len="", output_len="265", notes="benchmark=llama2-70b")
+    assert row_lengths(case) == (294, 294)
+    plain = _case("output_tokens_per_s", concurrency=1)
+    assert row_lengths(plain) == (512, 128)
