@@ -28,6 +28,7 @@ B tokens with uniform top-k routing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.dtypes import get_dtype
@@ -149,6 +150,17 @@ class StepModel:
             self._memo[key] = value
         return self._memo[key]
 
+    @cached_property
+    def _shards(self) -> int:
+        return self.layout.tp * self.layout.pp
+
+    @cached_property
+    def _comm_terms_s(self) -> tuple[float, float]:
+        """(fixed, per token) seconds of a stage's all-reduces: latency, and bytes over the link."""
+        allreduces = ALLREDUCES_PER_LAYER * self.model.num_layers / self.layout.pp
+        per_token = self.model.hidden_size * 2.0 * self.allreduce_s_per_byte
+        return allreduces * self.allreduce_latency_s, allreduces * per_token
+
     def _weights_read(self, tokens: float) -> float:
         moe = self.model.moe
         if moe is None or self.routed_weight_bytes == 0:
@@ -157,47 +169,62 @@ class StepModel:
         return self.dense_weight_bytes + self.routed_weight_bytes * touched
 
     def _comm_s(self, tokens: float) -> float:
-        layers = self.model.num_layers / self.layout.pp
-        msg = tokens * self.model.hidden_size * 2.0
-        return ALLREDUCES_PER_LAYER * layers * (self.allreduce_latency_s + msg * self.allreduce_s_per_byte)
+        fixed_s, per_token_s = self._comm_terms_s
+        return fixed_s + tokens * per_token_s
 
-    def _stage_s(self, *, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float) -> float:
-        shards = self.layout.tp * self.layout.pp
+    def _stage_s(self, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float) -> float:
+        """One pipeline stage's time (module docstring). Hot path of every search: plain comparisons."""
         stream_s = self._weights_read(tokens) / self.bytes_per_s
-        math_s = gemm_flops / shards / self.gemm_flops_per_s
-        gemm = max(stream_s, math_s) + self.overlap_loss * min(stream_s, math_s)
-        attn = max(kv_bytes / self.bytes_per_s, attn_flops / shards / self.attn_flops_per_s)
-        return gemm + attn + self._comm_s(tokens)
+        math_s = gemm_flops / self._shards / self.gemm_flops_per_s
+        longer, shorter = (stream_s, math_s) if stream_s >= math_s else (math_s, stream_s)
+        gemm_s = longer + self.overlap_loss * shorter
+        kv_s = kv_bytes / self.bytes_per_s
+        attn_s = attn_flops / self._shards / self.attn_flops_per_s
+        return gemm_s + (kv_s if kv_s >= attn_s else attn_s) + self._comm_s(tokens)
 
     def decode_s(self, *, batch: float, context: float) -> float:
         """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token."""
-        return self.step_s(batch=batch, context=context, prefill_tokens=0.0, prompt_tokens=0.0)
+        pp = self.layout.pp
+        micro = max(batch / pp, 1.0)
+        ctx = max(int(context), 1)
+        stage = self._stage_s(
+            micro,
+            micro * self.matmul_flops_per_token,
+            micro * self._cached("attn", ctx),
+            micro * self._cached("kv", ctx),
+        )
+        return pp * stage + self.overhead_s
 
     def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
         """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
-        return self.step_s(batch=0.0, context=0.0, prefill_tokens=tokens, prompt_tokens=prompt_tokens)
+        gemm = tokens * self.matmul_flops_per_token
+        stage = self._stage_s(tokens, gemm, self._prefill_attention_flops(tokens, prompt_tokens), 0.0)
+        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
+
+    def _prefill_attention_flops(self, tokens: float, prompt_tokens: float) -> float:
+        """Attention FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens`` (causal)."""
+        prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
+        total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
+        return max(total - tokens * self.matmul_flops_per_token, 0.0)
 
     def step_s(self, *, batch: float, context: float, prefill_tokens: float, prompt_tokens: float) -> float:
         """One engine step: ``batch`` decode tokens (mean context ``context``) plus a prefill chunk of
         ``prefill_tokens`` from prompts of ``prompt_tokens`` each, sharing one pass over the weights.
 
         Decode sequences are split into ``pp`` micro-batches; a prefill chunk crosses the stages whole.
+        With no prefill it is ``decode_s``, with no decodes ``prefill_s``.
         """
+        if prefill_tokens <= 0:
+            return self.decode_s(batch=batch, context=context)
+        if batch <= 0:
+            return self.prefill_s(tokens=prefill_tokens, prompt_tokens=prompt_tokens)
         pp = self.layout.pp
-        micro = max(batch / pp, 1.0) if batch > 0 else 0.0
+        micro = max(batch / pp, 1.0)
         ctx = max(int(context), 1)
-        gemm = (micro + prefill_tokens) * self.matmul_flops_per_token
-        attn = micro * self._cached("attn", ctx) if micro else 0.0
-        launch = 0.0
-        if prefill_tokens > 0:
-            prompts = prefill_tokens / max(prompt_tokens, 1.0)
-            prefill_total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
-            attn += max(prefill_total - prefill_tokens * self.matmul_flops_per_token, 0.0)
-            launch = self.prefill_launch_s
         stage = self._stage_s(
-            tokens=micro + prefill_tokens,
-            gemm_flops=gemm,
-            attn_flops=attn,
-            kv_bytes=micro * self._cached("kv", ctx) if micro else 0.0,
+            micro + prefill_tokens,
+            (micro + prefill_tokens) * self.matmul_flops_per_token,
+            micro * self._cached("attn", ctx) + self._prefill_attention_flops(prefill_tokens, prompt_tokens),
+            micro * self._cached("kv", ctx),
         )
-        return pp * stage + self.overhead_s + launch
+        return pp * stage + self.overhead_s + self.prefill_launch_s
