@@ -122,6 +122,14 @@ def matmul_flops_per_token(spec: ModelSpec) -> float:
     return 2.0 * (counts.active - counts.embedding - counts.lm_head + head)
 
 
+def routed_flops_per_token(spec: ModelSpec) -> float:
+    """Forward FLOPs one token spends in its top-k routed experts (part of ``matmul_flops_per_token``)."""
+    if spec.moe is None:
+        return 0.0
+    n_moe = _layer_counts(spec)[2]
+    return 2.0 * n_moe * spec.moe.top_k * expert_params(spec, spec.moe)
+
+
 def _attention_coefficient(spec: ModelSpec) -> float:
     """FLOPs per attended token in one attention layer: QKᵀ 2·H·d_qk plus A·V 2·H·d_v.
     MLA: d_qk = qk_nope + qk_rope, d_v = v_head_dim (DeepSeek-V2 §2.1)."""

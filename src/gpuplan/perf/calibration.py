@@ -20,6 +20,9 @@ Physical meaning, so that a factor fitted on one GPU transfers to another of the
   not hide in a step (0 = pure roofline max, 1 = the two add up). It matters near the ridge point:
   mid-size decode batches and serving steps that mix decodes with prefill chunks. A calibration
   file without it reads as 0.
+* ``expert_efficiency``: routed-expert work (streaming the touched experts and their GEMMs) relative
+  to dense layers: grouped GEMMs over many small per-expert batches reach a lower share of the peak.
+  A calibration file without it reads as 1 (experts cost what dense layers cost).
 
 The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
 """
@@ -66,6 +69,8 @@ class Calibration(BaseModel):
     layer_overhead_s: float = Field(ge=0, le=0.01)
     overlap_loss: float = Field(default=0.0, ge=0, le=1)
     """Weight-streaming / GEMM-math overlap loss κ (module docstring); 0 for files that predate it."""
+    expert_efficiency: float = Field(default=1.0, gt=0, le=1)
+    """Routed-expert work relative to dense GEMMs (module docstring); 1 for files that predate it."""
     provenance: FitProvenance
 
     @model_validator(mode="after")

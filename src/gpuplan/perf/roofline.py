@@ -98,6 +98,8 @@ class StepModel:
     max_seqs: int
     chunk_tokens: int
     overlap_loss: float
+    expert_efficiency: float
+    routed_flops_per_token: float
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -133,6 +135,8 @@ class StepModel:
             max_seqs=max_seqs,
             chunk_tokens=chunk,
             overlap_loss=cal.overlap_loss,
+            expert_efficiency=cal.expert_efficiency,
+            routed_flops_per_token=arith.routed_flops_per_token(model),
         )
 
     def _cached(self, kind: str, tokens: int) -> float:
@@ -161,12 +165,21 @@ class StepModel:
         per_token = self.model.hidden_size * 2.0 * self.allreduce_s_per_byte
         return allreduces * self.allreduce_latency_s, allreduces * per_token
 
+    @cached_property
+    def _expert_penalty(self) -> float:
+        """Extra time share of routed-expert work: 1/η_expert − 1 (0 when experts run like dense GEMMs)."""
+        return 1.0 / self.expert_efficiency - 1.0
+
     def _weights_read(self, tokens: float) -> float:
+        return self.dense_weight_bytes + self._routed_read(tokens)
+
+    def _routed_read(self, tokens: float) -> float:
+        """Routed-expert bytes a step of ``tokens`` reads: E·(1 − (1 − k/E)^B) experts (uniform routing)."""
         moe = self.model.moe
         if moe is None or self.routed_weight_bytes == 0:
-            return self.dense_weight_bytes
+            return 0.0
         touched: float = 1.0 - (1.0 - moe.top_k / moe.num_experts) ** max(tokens, 1.0)
-        return self.dense_weight_bytes + self.routed_weight_bytes * touched
+        return self.routed_weight_bytes * touched
 
     def _comm_s(self, tokens: float) -> float:
         fixed_s, per_token_s = self._comm_terms_s
@@ -176,6 +189,9 @@ class StepModel:
         """One pipeline stage's time (module docstring). Hot path of every search: plain comparisons."""
         stream_s = self._weights_read(tokens) / self.bytes_per_s
         math_s = gemm_flops / self._shards / self.gemm_flops_per_s
+        if self.routed_weight_bytes:
+            stream_s += self._routed_read(tokens) / self.bytes_per_s * self._expert_penalty
+            math_s += tokens * self.routed_flops_per_token / self._shards / self.gemm_flops_per_s * self._expert_penalty
         longer, shorter = (stream_s, math_s) if stream_s >= math_s else (math_s, stream_s)
         gemm_s = longer + self.overlap_loss * shorter
         kv_s = kv_bytes / self.bytes_per_s

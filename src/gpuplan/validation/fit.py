@@ -20,6 +20,7 @@ from scipy.optimize import least_squares
 
 from gpuplan.catalog import Catalog
 from gpuplan.errors import GpuplanError
+from gpuplan.models import get_model
 from gpuplan.perf.calibration import DEFAULT_FAMILY, Calibration, FitProvenance
 from gpuplan.perf.roofline import tp_link
 from gpuplan.validation.cases import Case
@@ -69,7 +70,16 @@ def _row_params(case: Case, catalog: Catalog) -> list[Param]:
     tp = case.int_field("tp") or case.int_field("num_gpus") or 1
     if tp > 1:
         params += [("link_efficiency", ""), ("hop_latency_s", tp_link(gpu, tp)[0])]
+    if _is_moe(case.get("model")):
+        params.append(("expert_efficiency", ""))
     return params
+
+
+def _is_moe(model_id: str) -> bool:
+    try:
+        return get_model(model_id).moe is not None
+    except GpuplanError:
+        return False
 
 
 def fitted_params(cases: Sequence[Case], catalog: Catalog, *, exclude: Sequence[Param] = ()) -> list[Param]:

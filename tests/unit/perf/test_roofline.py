@@ -6,7 +6,7 @@ import pytest
 
 from gpuplan.catalog import default_catalog
 from gpuplan.catalog.schema import GpuSpec
-from gpuplan.models import get_model
+from gpuplan.models import arith, get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import default_calibration
 from gpuplan.perf.layout import Layout
@@ -92,3 +92,26 @@ def test_mixed_step_saves_one_weight_stream_and_one_overhead(llama8b: ModelSpec,
     mixed = step.step_s(batch=64, context=1, prefill_tokens=512, prompt_tokens=1)
     stream_s, _ = _gemm_terms_s(step, 1)
     assert decode + prefill - mixed == pytest.approx(stream_s + step.overhead_s, rel=1e-2)
+
+
+def test_routed_flops_of_mixtral_by_hand() -> None:
+    # Mixtral-8x7B: 32 MoE layers, top-2 of 8 experts, each expert 3 x 4096 x 14336 weights.
+    mixtral = get_model("mistralai/Mixtral-8x7B-v0.1")
+    assert arith.routed_flops_per_token(mixtral) == 2 * 32 * 2 * 3 * 4096 * 14336
+    assert arith.routed_flops_per_token(get_model("meta-llama/Llama-3.1-8B")) == 0.0
+
+
+def test_expert_efficiency_slows_only_the_routed_part(h100: GpuSpec) -> None:
+    mixtral = get_model("mistralai/Mixtral-8x7B-v0.1")
+    dense = get_model("meta-llama/Llama-3.1-8B")
+    base = default_calibration().model_copy(update={"expert_efficiency": 1.0})
+    slow = base.model_copy(update={"expert_efficiency": 0.5})
+    layout = Layout(tp=2)
+    for tokens in (1, 64, 4096):
+        fast_s = StepModel.build(mixtral, h100, layout, base).prefill_s(tokens=tokens, prompt_tokens=tokens)
+        slow_s = StepModel.build(mixtral, h100, layout, slow).prefill_s(tokens=tokens, prompt_tokens=tokens)
+        assert slow_s > fast_s
+        # Halving the experts' efficiency at most doubles the step (dense attention, norms, comm unchanged).
+        assert slow_s < 2 * fast_s
+    same = [StepModel.build(dense, h100, Layout(), c).decode_s(batch=32, context=1000) for c in (base, slow)]
+    assert same[0] == same[1]
