@@ -11,7 +11,8 @@
   requests beyond N wait (C − N)/N cycles (Little's law).
 * ``offline``: the same cycle with N at the engine's limit (all requests available at once).
 * ``rate``: open-loop arrivals at λ requests/s per replica. Prefills take a share f = λ·t_prefill
-  of the GPU, so TPOT = t_decode(N)/(1 − f) and TTFT = t_prefill/(1 − f); the running count follows
+  of the GPU, so TPOT = t_decode(N)/(1 − f) and TTFT = t_prefill/(1 − f) + (1 − e^(−N))·TPOT/2 (an
+  arrival waits for the step in progress to end when the engine is busy); the running count follows
   Little's law, N = λ·E2E, solved by fixed-point iteration. f ≥ 1 or N above capacity is overload.
 
 Prefill runs in chunks of the engine's max batched tokens, so a prompt's prefill costs its share
@@ -228,7 +229,7 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
         if busy >= 1.0:
             return OVERLOADED, OVERLOADED, 0.0, cap
         tpot = step.decode_s(batch=max(running, 1.0), context=_mean_context(w)) / (1.0 - busy)
-        ttft = prefill / (1.0 - busy)
+        ttft = prefill / (1.0 - busy) + _step_boundary_wait_s(running, tpot)
         new_running = rate * (ttft + max(w.output_tokens - 1, 0) * tpot)
         if new_running > cap:
             return OVERLOADED, OVERLOADED, 0.0, cap
@@ -237,6 +238,12 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
         if converged:
             break
     return ttft, tpot, rate * w.output_tokens, running
+
+
+def _step_boundary_wait_s(running: float, step_s: float) -> float:
+    """Mean wait of an arrival for the step in progress to end: half a step when the engine is busy,
+    which it is with probability 1 − e^(−N) for N requests in system (Poisson occupancy); 0 when idle."""
+    return (1.0 - math.exp(-running)) * step_s / 2.0
 
 
 def _concurrency(

@@ -11,6 +11,7 @@ from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import InfeasibleError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
+from gpuplan.perf import inference
 from gpuplan.perf.calibration import default_calibration
 from gpuplan.perf.inference import InferenceWorkload, ReplicaModel, predict_inference
 from gpuplan.perf.layout import Layout
@@ -165,3 +166,21 @@ def test_tp_speeds_up_batch1_decode(llama8b: ModelSpec, h100: GpuSpec) -> None:
     assert tp2.tpot_s < tp1.tpot_s
     # ...but less than 2x: fixed overheads and all-reduces do not shrink.
     assert tp2.tpot_s > tp1.tpot_s / 2
+
+
+def test_rate_ttft_adds_the_wait_for_the_step_in_progress(
+    llama8b: ModelSpec, h100: GpuSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lone request (rate -> 0) costs exactly its prefill; under load an arrival also waits for the
+    # step in progress: (1 - e^-N) x TPOT / 2 on top of the prefill share.
+    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640)
+    single_ttft, _, _, _ = replica.run(_w("single"))
+    idle_ttft, _, _, _ = replica.run(_w("rate", rate_rps=1e-4))
+    assert idle_ttft == pytest.approx(single_ttft, rel=1e-3)
+    ttft, tpot, _, running = replica.run(_w("rate", rate_rps=10.0))
+    monkeypatch.setattr(inference, "_step_boundary_wait_s", lambda running, step_s: 0.0)
+    no_wait_ttft, no_wait_tpot, _, _ = replica.run(_w("rate", rate_rps=10.0))
+    assert running > 5
+    # The wait feeds back into N through Little's law only through TTFT (one step in a long request).
+    assert no_wait_tpot == pytest.approx(tpot, rel=0.02)
+    assert ttft - no_wait_ttft == pytest.approx((1 - math.exp(-running)) * tpot / 2, rel=0.05)
