@@ -21,16 +21,6 @@ LLAMA_8B_BF16_BYTES = 8_030_261_248 * 2
 
 
 @pytest.fixture(scope="module")
-def llama8b() -> ModelSpec:
-    return get_model("meta-llama/Llama-3.1-8B")
-
-
-@pytest.fixture(scope="module")
-def h100() -> GpuSpec:
-    return default_catalog().get_gpu("H100-SXM")
-
-
-@pytest.fixture(scope="module")
 def step(llama8b: ModelSpec, h100: GpuSpec) -> StepModel:
     return StepModel.build(llama8b, h100, Layout(), default_calibration())
 

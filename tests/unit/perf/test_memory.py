@@ -24,16 +24,6 @@ LLAMA_8B_PARAMS = 8_030_261_248
 LLAMA_8B_EMBED = 128_256 * 4096  # vocab x hidden = 525,336,576 (embedding and untied LM head each)
 
 
-@pytest.fixture(scope="module")
-def llama8b() -> ModelSpec:
-    return get_model("meta-llama/Llama-3.1-8B")
-
-
-@pytest.fixture(scope="module")
-def h100() -> GpuSpec:
-    return default_catalog().get_gpu("H100-SXM")
-
-
 def _llama8b_activation(tokens: int, seqs: int, tp: int = 1) -> float:
     """Hand formula: (3 x ffn 14336 + qkv (32 + 2 x 8) x 128) / tp + 2 x hidden 4096, 2 bytes each, per
     token; plus fp32 logits over the 128,256-token vocab for each sampled sequence."""

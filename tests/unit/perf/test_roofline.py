@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog import default_catalog
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.models import arith, get_model
 from gpuplan.models.spec import ModelSpec
@@ -14,16 +13,6 @@ from gpuplan.perf.roofline import StepModel
 
 LLAMA_8B_PARAMS = 8_030_261_248
 LLAMA_8B_INPUT_EMBEDDING = 128_256 * 4096
-
-
-@pytest.fixture(scope="module")
-def llama8b() -> ModelSpec:
-    return get_model("meta-llama/Llama-3.1-8B")
-
-
-@pytest.fixture(scope="module")
-def h100() -> GpuSpec:
-    return default_catalog().get_gpu("H100-SXM")
 
 
 def _step(model: ModelSpec, gpu: GpuSpec, kappa: float) -> StepModel:

@@ -1,0 +1,20 @@
+"""Fixtures shared by the performance-model tests: the reference model and GPU of their hand checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.catalog import default_catalog
+from gpuplan.catalog.schema import GpuSpec
+from gpuplan.models import get_model
+from gpuplan.models.spec import ModelSpec
+
+
+@pytest.fixture(scope="session")
+def llama8b() -> ModelSpec:
+    return get_model("meta-llama/Llama-3.1-8B")
+
+
+@pytest.fixture(scope="session")
+def h100() -> GpuSpec:
+    return default_catalog().get_gpu("H100-SXM")
