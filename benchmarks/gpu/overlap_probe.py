@@ -1,7 +1,7 @@
 """How much of the weight stream a decoder's GEMMs hide: the overlap loss κ, measured on one GPU.
 
 The step model (docs/model.md §2) prices the weight GEMMs of a step as
-``max(t_W, t_F) + κ · min(t_W, t_F)``; the fit on published serving rows puts κ at 0.68. This probe
+``max(t_W, t_F) + κ · min(t_W, t_F)``; the fit on published serving rows puts κ at 0.66. This probe
 measures κ at the kernel level, with no engine around it: every decoder layer's matrices (QKV,
 output, gate+up, down) of a model config, ``layers`` distinct copies so that each pass streams them
 from HBM (far beyond L2), multiplied by ``M`` tokens, captured in one CUDA graph (no launch gaps)
