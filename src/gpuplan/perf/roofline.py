@@ -170,9 +170,6 @@ class StepModel:
         """Extra time share of routed-expert work: 1/η_expert − 1 (0 when experts run like dense GEMMs)."""
         return 1.0 / self.expert_efficiency - 1.0
 
-    def _weights_read(self, tokens: float) -> float:
-        return self.dense_weight_bytes + self._routed_read(tokens)
-
     def _routed_read(self, tokens: float) -> float:
         """Routed-expert bytes a step of ``tokens`` reads: E·(1 − (1 − k/E)^B) experts (uniform routing)."""
         moe = self.model.moe
@@ -187,11 +184,12 @@ class StepModel:
 
     def _stage_s(self, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float) -> float:
         """One pipeline stage's time (module docstring). Hot path of every search: plain comparisons."""
-        stream_s = self._weights_read(tokens) / self.bytes_per_s
-        math_s = gemm_flops / self._shards / self.gemm_flops_per_s
-        if self.routed_weight_bytes:
-            stream_s += self._routed_read(tokens) / self.bytes_per_s * self._expert_penalty
-            math_s += tokens * self.routed_flops_per_token / self._shards / self.gemm_flops_per_s * self._expert_penalty
+        stream_bytes, math_flops = self.dense_weight_bytes, gemm_flops
+        if self.routed_weight_bytes:  # routed experts run at expert_efficiency of the dense rate
+            stream_bytes += self._routed_read(tokens) / self.expert_efficiency
+            math_flops += tokens * self.routed_flops_per_token * self._expert_penalty
+        stream_s = stream_bytes / self.bytes_per_s
+        math_s = math_flops / self._shards / self.gemm_flops_per_s
         longer, shorter = (stream_s, math_s) if stream_s >= math_s else (math_s, stream_s)
         gemm_s = longer + self.overlap_loss * shorter
         kv_s = kv_bytes / self.bytes_per_s
