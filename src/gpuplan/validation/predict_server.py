@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
@@ -54,60 +55,69 @@ BISECTION_STEPS = 8
 _CONSTRAINT = re.compile(r"(ttft|tpot|e2e)_p99_ms\s*<=\s*([0-9.]+)")
 _LATENCY_METRIC = re.compile(r"^(ttft|tpot|e2e)_ms_(mean|p50|p90|p95|p99)$")
 _THROUGHPUT = ("requests_per_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu")
+_CONFIG = SimConfig(warmup_fraction=WARMUP_FRACTION, record_timeline=False)
 
 
 def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
     """The predicted value of a server/rate row's metric; Skip with the reason when it cannot be predicted."""
-    latency = _LATENCY_METRIC.match(case.metric)
-    if case.metric not in _THROUGHPUT and latency is None:
-        raise Skip(f"metric {case.metric} is not predicted by the simulator")
-    inp, out = row_lengths(case)
-    replica, replicas = _replica(case, model, gpu, cal, inp + out)
-    spec = WorkloadSpec(
-        arrival=ArrivalSpec(kind="poisson", rate_rps=1.0),
-        input_tokens=LengthDist(kind="fixed", value=max(inp, 1)),
-        output_tokens=LengthDist(kind="fixed", value=out),
-        num_requests=REQUESTS_PER_RUN,
-        seed=SEED,
-    )
-    config = SimConfig(warmup_fraction=WARMUP_FRACTION, record_timeline=False)
-    if latency is not None:
+    row = _SimulatedRow.of(case, model, gpu, cal)
+    if row.latency is not None:
         rate = case.float_field("request_rate")
         if not rate:
             raise Skip("latency row without request_rate")
-        arrival = ArrivalSpec(kind="poisson", rate_rps=rate / replicas)
-        requests = min(max(REQUESTS_PER_RUN, math.ceil(rate / replicas * RUN_DURATION_S)), MAX_REQUESTS_PER_RUN)
-        run = simulate(
-            replica, generate(spec.model_copy(update={"arrival": arrival, "num_requests": requests})), config
-        )
-        return _statistic(summarise(run, warmup_fraction=WARMUP_FRACTION), latency.group(1), latency.group(2))
-    found = max_rate_under_slo(replica, spec, _slo(case), config, steps=BISECTION_STEPS)
+        per_replica = rate / row.replicas
+        arrival = ArrivalSpec(kind="poisson", rate_rps=per_replica)
+        return _statistic(row.run(arrival, math.ceil(per_replica * RUN_DURATION_S)), *row.latency.groups())
+    probe = row.workload(ArrivalSpec(kind="poisson", rate_rps=1.0), REQUESTS_PER_RUN)
+    found = max_rate_under_slo(row.replica, probe, _slo(case), _CONFIG, steps=BISECTION_STEPS)
     if not found.feasible:
         raise Skip(found.reason or "infeasible")
-    return _throughput(case, found.rate_rps * replicas, out)
+    return _throughput(case, found.rate_rps * row.replicas, row.output_tokens)
 
 
 def predict_closed_loop_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
     """A ``concurrency`` row: ``C / replicas`` closed-loop clients on one simulated replica, the first
     ``WARMUP_FRACTION`` of requests (the first waves, all prefilling at once) left out."""
-    latency = _LATENCY_METRIC.match(case.metric)
-    if case.metric not in _THROUGHPUT and latency is None:
-        raise Skip(f"metric {case.metric} is not predicted by the simulator")
-    inp, out = row_lengths(case)
-    replica, replicas = _replica(case, model, gpu, cal, inp + out)
-    clients = max(round((case.float_field("concurrency") or 1.0) / replicas), 1)
-    spec = WorkloadSpec(
-        arrival=ArrivalSpec(kind="closed_loop", concurrency=clients),
-        input_tokens=LengthDist(kind="fixed", value=max(inp, 1)),
-        output_tokens=LengthDist(kind="fixed", value=out),
-        num_requests=min(max(REQUESTS_PER_RUN, CLOSED_LOOP_REQUESTS_PER_CLIENT * clients), MAX_REQUESTS_PER_RUN),
-        seed=SEED,
-    )
-    config = SimConfig(warmup_fraction=WARMUP_FRACTION, record_timeline=False)
-    summary = summarise(simulate(replica, generate(spec), config), warmup_fraction=WARMUP_FRACTION)
-    if latency is not None:
-        return _statistic(summary, latency.group(1), latency.group(2))
-    return _throughput(case, summary.requests_per_s * replicas, out)
+    row = _SimulatedRow.of(case, model, gpu, cal)
+    clients = max(round((case.float_field("concurrency") or 1.0) / row.replicas), 1)
+    summary = row.run(ArrivalSpec(kind="closed_loop", concurrency=clients), CLOSED_LOOP_REQUESTS_PER_CLIENT * clients)
+    if row.latency is not None:
+        return _statistic(summary, *row.latency.groups())
+    return _throughput(case, summary.requests_per_s * row.replicas, row.output_tokens)
+
+
+@dataclass(frozen=True)
+class _SimulatedRow:
+    """What every simulated row needs: its metric, lengths, one replica and the replica count."""
+
+    latency: re.Match[str] | None
+    input_tokens: int
+    output_tokens: int
+    replica: ReplicaModel
+    replicas: int
+
+    @classmethod
+    def of(cls, case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> _SimulatedRow:
+        latency = _LATENCY_METRIC.match(case.metric)
+        if case.metric not in _THROUGHPUT and latency is None:
+            raise Skip(f"metric {case.metric} is not predicted by the simulator")
+        inp, out = row_lengths(case)
+        replica, replicas = _replica(case, model, gpu, cal, inp + out)
+        return cls(latency, inp, out, replica, replicas)
+
+    def workload(self, arrival: ArrivalSpec, requests: int) -> WorkloadSpec:
+        """Fixed lengths, ``requests`` clamped to [REQUESTS_PER_RUN, MAX_REQUESTS_PER_RUN]."""
+        return WorkloadSpec(
+            arrival=arrival,
+            input_tokens=LengthDist(kind="fixed", value=max(self.input_tokens, 1)),
+            output_tokens=LengthDist(kind="fixed", value=self.output_tokens),
+            num_requests=min(max(REQUESTS_PER_RUN, requests), MAX_REQUESTS_PER_RUN),
+            seed=SEED,
+        )
+
+    def run(self, arrival: ArrivalSpec, requests: int) -> SimSummary:
+        run = simulate(self.replica, generate(self.workload(arrival, requests)), _CONFIG)
+        return summarise(run, warmup_fraction=WARMUP_FRACTION)
 
 
 def _throughput(case: Case, requests_per_s: float, out: int) -> float:
