@@ -53,6 +53,11 @@ def offers(
     return result
 
 
+def scenario_sla(sc: ScenarioFile) -> Sla:
+    """The scenario's latency limits as the planner takes them (P99 limits make it simulate)."""
+    return Sla.model_validate(sc.sla.model_dump())
+
+
 def recommend_from_scenario(
     sc: ScenarioFile,
     catalog: Catalog,
@@ -82,7 +87,7 @@ def recommend_from_scenario(
         model,
         offers(catalog, gpus, price_kind=sc.prices.kind, usd_per_gpu_hour=sc.prices.usd_per_gpu_hour),
         target,
-        sla=Sla.model_validate(sc.sla.model_dump()),
+        sla=scenario_sla(sc),
         space=space,
         objective=sc.objective,
         cal=cal or default_calibration(),

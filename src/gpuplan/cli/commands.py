@@ -198,8 +198,8 @@ def recommend(
         )  # fmt: skip
     cat = catalog_from(catalog)
     cal = load_calibration(calibration) if calibration else None
-    tail = sc.sla.ttft_p99_ms is not None or sc.sla.tpot_p99_ms is not None
-    with progress_bar("sizing plans on simulated P99s") if tail else nullcontext() as progress:
+    simulated = service.scenario_sla(sc).has_percentiles
+    with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
         rec = service.recommend_from_scenario(sc, cat, cal, progress=progress)
     views.recommendation(rec, fmt(format))
     if plot is not None:
