@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from gpuplan import service
@@ -335,26 +336,33 @@ def recommendation_figure(
 
 
 def simulation_figure(result: SimResult) -> Any:
-    """``simulate --plot``: batch size and KV use per replica over simulated time, and E2E by arrival."""
+    """``simulate --plot``: batch size, KV use and preemptions (running total) per replica over simulated
+    time, and E2E by arrival."""
     go, make_subplots = plotly_modules()
     fig = make_subplots(
-        rows=3,
+        rows=4,
         cols=1,
         shared_xaxes=True,
-        subplot_titles=("decoding sequences per step", "KV cache use", "request E2E (s) by arrival"),
+        subplot_titles=(
+            "decoding sequences per step",
+            "KV cache use",
+            "preemptions so far",
+            "request E2E (s) by arrival",
+        ),
     )
     for index, tl in enumerate(result.timelines):
-        fig.add_trace(
-            go.Scattergl(x=tl.t_s, y=tl.decode, mode="lines", name=f"replica {index} batch"), row=1, col=1
+        rows = (
+            (tl.decode, f"replica {index} batch"),
+            (tl.kv_fraction, f"replica {index} KV"),
+            (np.cumsum(tl.preempted).tolist(), f"replica {index} preemptions"),
         )
-        fig.add_trace(
-            go.Scattergl(x=tl.t_s, y=tl.kv_fraction, mode="lines", name=f"replica {index} KV"), row=2, col=1
-        )
+        for row, (values, name) in enumerate(rows, start=1):
+            fig.add_trace(go.Scattergl(x=tl.t_s, y=values, mode="lines", name=name), row=row, col=1)
     e2e = per_request_s(result)["e2e"]
     fig.add_trace(
-        go.Scattergl(x=result.arrival_s, y=e2e, mode="markers", name="E2E", marker={"size": 3}), row=3, col=1
+        go.Scattergl(x=result.arrival_s, y=e2e, mode="markers", name="E2E", marker={"size": 3}), row=4, col=1
     )
-    fig.update_xaxes(title_text="simulated time (s)", row=3, col=1)
+    fig.update_xaxes(title_text="simulated time (s)", row=4, col=1)
     return fig
 
 

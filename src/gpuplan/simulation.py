@@ -45,14 +45,39 @@ def read_text(path: Path, what: str) -> str:
         raise FileFormatError(f"cannot read {what} {path}: {exc}", hint="check the path") from None
 
 
+def _check_workload(sc: SimulateScenario) -> None:
+    """Nothing a user wrote is silently ignored, and lengths are never silently 1 token."""
+    wl = sc.workload
+    given = wl.model_fields_set
+    if wl.arrival.kind == "trace":
+        ignored = sorted(given & {"input_tokens", "output_tokens", "num_requests", "seed"})
+        if ignored:
+            raise UserInputError(
+                f"workload.{ignored[0]}: a trace gives every request's arrival and lengths",
+                hint=f"remove {', '.join(ignored)}, or use lengths_from_trace with another arrival kind",
+            )
+    elif wl.trace is not None and not wl.lengths_from_trace:
+        raise UserInputError(
+            f"workload.trace is named but {wl.arrival.kind} arrivals do not use it",
+            hint="set arrival kind: trace, or lengths_from_trace: true to resample its lengths",
+        )
+    elif not wl.lengths_from_trace:
+        missing = [name for name in ("input_tokens", "output_tokens") if name not in given]
+        if missing:
+            raise UserInputError(
+                f"workload.{missing[0]} is required", hint="e.g. input_tokens: {value: 1000} (docs/simulator.md)"
+            )
+
+
 def _trace(sc: SimulateScenario, base: Path | None) -> Requests | None:
     wl = sc.workload
-    if wl.trace is None:
+    if wl.trace is not None and base is None:
+        raise UserInputError("workload.trace: trace files are not accepted here", hint="use gpuplan simulate")
+    _check_workload(sc)
+    if wl.trace is None or base is None:
         if wl.arrival.kind == "trace" or wl.lengths_from_trace:
             raise UserInputError("workload.trace is required for trace arrivals or lengths_from_trace")
         return None
-    if base is None:
-        raise UserInputError("workload.trace: trace files are not accepted here", hint="use gpuplan simulate")
     path = Path(wl.trace) if Path(wl.trace).is_absolute() else base / wl.trace
     kind = wl.trace_format or ("jsonl" if path.suffix.lower() in (".jsonl", ".json", ".ndjson") else "csv")
     return parse_trace(read_text(path, "trace"), origin=str(path), fmt=kind)
@@ -67,9 +92,10 @@ def _spec(sc: SimulateScenario, trace: Requests | None) -> WorkloadSpec:
         num_requests=wl.num_requests,
         seed=wl.seed,
     )
-    if wl.lengths_from_trace and trace is not None:
+    if trace is not None:  # the capacity search resamples a trace's lengths under Poisson arrivals
         spec = spec.model_copy(
             update={
+                "num_requests": len(trace) if wl.arrival.kind == "trace" else wl.num_requests,
                 "input_tokens": LengthDist(
                     kind="empirical", values=tuple(int(v) for v in np.maximum(trace.input_tokens, 1))
                 ),
@@ -84,10 +110,13 @@ def _spec(sc: SimulateScenario, trace: Requests | None) -> WorkloadSpec:
 def _replica(
     sc: SimulateScenario, catalog: Catalog, requests: Requests, cal: Calibration | None
 ) -> ReplicaModel:
+    """The replica, built for ``max_model_len`` (default: the longest request, capped at the model's
+    context window); requests longer than that are rejected, as an engine would."""
     model, gpu = get_model(sc.model), deployment_gpu(sc, catalog)
     layout = deployment_layout(sc, model, gpu)
     longest = int((requests.input_tokens + requests.output_tokens).max())
-    return ReplicaModel.build(model, gpu, layout, context_tokens=sc.max_model_len or longest, cal=cal)
+    context = sc.max_model_len or min(longest, model.max_position_embeddings or longest)
+    return ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal)
 
 
 def simulate_scenario(

@@ -6,14 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DEFAULT_MAX_EVENTS = 20_000_000
-"""Hard cap on simulated events (arrivals + engine steps + KV hand-offs): a few seconds of CPU."""
+DEFAULT_MAX_EVENTS = 5_000_000
+"""Hard cap on simulated events (arrivals + engine steps + KV hand-offs): about a minute of CPU on a
+2-core machine at the measured ~150 k events/s (benchmarks/bench_simulator.py), less with few,
+large batches; raise ``max_events`` for longer runs."""
 DEFAULT_MAX_SIM_TIME_S = 7 * 24 * 3600.0
 """Hard cap on simulated time (one week): any workload still running by then is overloaded."""
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Disaggregation(_Frozen):
@@ -34,7 +36,9 @@ class SimConfig(_Frozen):
     max_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     block_size_tokens: int | None = Field(default=None, ge=1, le=4096)
     chunked_prefill: bool = True
-    prefix_cache_hit_rate: float = Field(default=0.0, ge=0.0, lt=1.0)
+    prefix_cache_hit_rate: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="share of prompt tokens found cached; at least 1 token is computed"
+    )
     preemption: Literal["recompute", "swap"] = "recompute"
     kv_reservation: Literal["full", "current"] | None = Field(
         default=None, description="'full' reserves prompt + whole answer at admission (no preemption)"

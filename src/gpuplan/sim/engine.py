@@ -19,7 +19,11 @@ batch equals it, a single request reproduces the analytic latency exactly, and t
 on two integers only, so it memoises well. KV occupancy, by contrast, follows the real current length.
 
 No per-token Python objects: a sequence's finish step is known when it joins the batch
-(``join + remaining tokens``) and sits in a heap; ITLs are step durations.
+(``join + remaining tokens``) and sits in a heap. Inter-token gaps are counted per step, not per token:
+every sequence that decoded in a replica's previous decode step waited the time between the two
+decode steps' ends (prefill-only steps in between included); a sequence that joined since then
+(after its prefill, a KV hand-off, a swap-in) waited from its own last token. So each request's gaps
+sum exactly to its last-token minus first-token time.
 """
 
 from __future__ import annotations
@@ -84,12 +88,14 @@ class Book:
     scheduled_s: list[float] = field(default_factory=list)
     preemptions: list[int] = field(default_factory=list)
     epoch: list[int] = field(default_factory=list)
+    last_s: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         n = len(self.inp)
         nan = math.nan
         self.gen, self.first_s, self.finish_s = [0] * n, [nan] * n, [nan] * n
         self.scheduled_s, self.preemptions, self.epoch = [nan] * n, [0] * n, [0] * n
+        self.last_s = [nan] * n
 
 
 @dataclass(frozen=True)
@@ -97,9 +103,12 @@ class ReplicaLimits:
     """What bounds one replica's batch: KV pool (tokens), sequences, tokens per step, and policies."""
 
     kv_tokens: float
+    max_context: int
     max_seqs: int
     max_tokens: int
     block_tokens: int
+    state_tokens: float
+    """A sequence's fixed recurrent (Mamba) state, in KV-token equivalents (0 for transformers)."""
     chunked: bool
     hit_rate: float
     reserve_full: bool
@@ -109,7 +118,9 @@ class ReplicaLimits:
 
 @dataclass
 class Timeline:
-    """One row per engine step: end time, duration, decoding sequences, prefill tokens, KV use, load."""
+    """One row per engine step: end time, duration, decoding sequences, prefill tokens, KV use, load,
+    preemptions, and the step's inter-token gap (``gap_s``, shared by ``gap_n`` sequences); plus the
+    gaps of sequences that rejoined decoding (``rejoin_t_s`` when, ``rejoin_gap_s`` how long)."""
 
     t_s: list[float] = field(default_factory=list)
     dt_s: list[float] = field(default_factory=list)
@@ -117,6 +128,11 @@ class Timeline:
     prefill_tokens: list[int] = field(default_factory=list)
     kv_fraction: list[float] = field(default_factory=list)
     queued: list[int] = field(default_factory=list)
+    preempted: list[int] = field(default_factory=list)
+    gap_s: list[float] = field(default_factory=list)
+    gap_n: list[int] = field(default_factory=list)
+    rejoin_t_s: list[float] = field(default_factory=list)
+    rejoin_gap_s: list[float] = field(default_factory=list)
 
 
 class Replica:
@@ -139,15 +155,21 @@ class Replica:
         self._chunk: list[tuple[int, int]] = []
         self._n_dec = 0
         self._dt = 0.0
-        self.waste = KV_BLOCK_WASTE_FRACTION * limits.block_tokens
+        self._preempted = 0
+        self.waste = KV_BLOCK_WASTE_FRACTION * limits.block_tokens + limits.state_tokens
+        self.fresh: dict[int, None] = {}
+        self.swapped: set[int] = set()
+        self.last_decode_s = math.nan
 
     @property
     def load(self) -> int:
         return len(self.waiting) + len(self.ready) + len(self.prefilling) + len(self.running)
 
     def fits_alone(self, rid: int) -> bool:
-        """Whether the request could ever run here (its whole context fits the empty pool)."""
-        return self.book.inp[rid] + self.book.out[rid] + self.waste <= self.lim.kv_tokens
+        """Whether the request could ever run here: its whole context fits the deployment's
+        ``max_model_len`` (an engine answers longer requests with an error) and the empty KV pool."""
+        context = self.book.inp[rid] + self.book.out[rid]
+        return context <= self.lim.max_context and context + self.waste <= self.lim.kv_tokens
 
     # --- planning a step ---------------------------------------------------------------------------
 
@@ -155,13 +177,15 @@ class Replica:
         """Choose the next step's work; its duration, or None when there is nothing to do."""
         extra_s = self._admit_ready(now)
         n_dec = len(self.running)
+        self._preempted = 0
         if n_dec and not self.lim.reserve_full:
-            extra_s += self._make_room(n_dec)
+            extra_s += self._make_room()
             n_dec = len(self.running)
         chunk: list[tuple[int, int]] = []
-        if self.role != "decode":
+        if self.role != "decode" or self.waiting:  # a decode replica recomputes its own preempted
             budget = self.lim.max_tokens - (n_dec if self.lim.chunked else 0)
-            chunk = self._plan_prefill(budget, now)
+            growth = 0 if self.lim.reserve_full else n_dec
+            chunk = self._plan_prefill(budget, now, growth)
             if chunk and not self.lim.chunked:
                 n_dec = 0
         if not n_dec and not chunk:
@@ -197,21 +221,26 @@ class Replica:
         """Requests whose KV exists elsewhere (swapped out, or handed off by a prefill replica)."""
         cost = 0.0
         b, lim = self.book, self.lim
+        growth = 0 if lim.reserve_full else 1
         while self.ready and len(self.running) + len(self.prefilling) < lim.max_seqs:
             rid = self.ready[0]
             need = self._need(rid)
-            if self.kv_used + need > lim.kv_tokens:
+            if self.kv_used + need + growth * (len(self.running) + 1) > lim.kv_tokens:
                 break
             self.ready.popleft()
             self.kv_used += need
             if b.scheduled_s[rid] != b.scheduled_s[rid]:
                 b.scheduled_s[rid] = now
-            if lim.swap and self.role != "decode":
+            if rid in self.swapped:  # a KV hand-off already paid its transfer on the way in
+                self.swapped.discard(rid)
                 cost += need * lim.swap_s_per_token
             self._join(rid, need)
         return cost
 
-    def _plan_prefill(self, budget: int, now: float) -> list[tuple[int, int]]:
+    def _plan_prefill(self, budget: int, now: float, growth: int) -> list[tuple[int, int]]:
+        """This step's prefill chunk: partly prefilled prompts first, then new admissions while the KV
+        pool keeps ``growth`` slots free for this step's decodes. A step that preempted admits nothing
+        new (vLLM's scheduler), or the victim would be readmitted at once and evicted again."""
         chunk: list[tuple[int, int]] = []
         for rid in self.prefilling:
             if budget <= 0:
@@ -220,11 +249,12 @@ class Replica:
             chunk.append((rid, take))
             budget -= take
         b, lim = self.book, self.lim
-        while budget > 0 and self.waiting and len(self.running) + len(self.prefilling) < lim.max_seqs:
+        admit = not self._preempted
+        while admit and budget > 0 and self.waiting and len(self.running) + len(self.prefilling) < lim.max_seqs:
             rid = self.waiting[0]
             need = self._need(rid)
             work = self._prefill_work(rid)
-            if self.kv_used + need > lim.kv_tokens or (not lim.chunked and chunk and work > budget):
+            if self.kv_used + need + growth > lim.kv_tokens or (not lim.chunked and chunk and work > budget):
                 break
             self.waiting.popleft()
             self.kv_used += need
@@ -246,7 +276,7 @@ class Replica:
             return b.inp[rid] + b.gen[rid]
         return max(math.ceil(b.inp[rid] * (1.0 - self.lim.hit_rate)), 1)
 
-    def _make_room(self, n_dec: int) -> float:
+    def _make_room(self) -> float:
         """Preempt the newest running sequences until every running one gets its next KV slot."""
         cost = 0.0
         b = self.book
@@ -255,12 +285,17 @@ class Replica:
             join, base = self.running.pop(rid)
             grown = self.dsteps - join
             b.gen[rid] += grown
+            if grown:  # it decoded here since joining: its last token came with the last decode step
+                b.last_s[rid] = self.last_decode_s
+            self.fresh.pop(rid, None)
             self.kv_used -= base + grown
             self.ctx2 -= 2 * b.inp[rid] + b.out[rid]
             b.epoch[rid] += 1
             b.preemptions[rid] += 1
+            self._preempted += 1
             if self.lim.swap:
                 cost += (base + grown) * self.lim.swap_s_per_token
+                self.swapped.add(rid)
                 self.ready.appendleft(rid)
             else:
                 self.waiting.appendleft(rid)
@@ -272,6 +307,7 @@ class Replica:
         """Apply the planned step ending at ``t``; append finished and handed-off request ids."""
         if self._n_dec:
             self.dsteps += 1
+            self._decode_gaps(t)
             self._pop_finished(t, finished)
         for rid, take in self._chunk:
             left = self.pf_left[rid] - take
@@ -285,6 +321,19 @@ class Replica:
             self._record(t)
         self._chunk = []
 
+    def _decode_gaps(self, t: float) -> None:
+        """Inter-token gaps of the decode step ending at ``t`` (module docstring)."""
+        regular = self._n_dec - len(self.fresh)
+        if self.record:
+            tl, last = self.timeline, self.book.last_s
+            tl.gap_s.append(t - self.last_decode_s if regular else 0.0)
+            tl.gap_n.append(regular)
+            for rid in self.fresh:
+                tl.rejoin_t_s.append(t)
+                tl.rejoin_gap_s.append(t - last[rid])
+        self.fresh.clear()
+        self.last_decode_s = t
+
     def _record(self, t: float) -> None:
         tl = self.timeline
         tl.t_s.append(t)
@@ -293,6 +342,10 @@ class Replica:
         tl.prefill_tokens.append(sum(take for _, take in self._chunk))
         tl.kv_fraction.append(self.kv_used / self.lim.kv_tokens)
         tl.queued.append(len(self.waiting) + len(self.ready))
+        tl.preempted.append(self._preempted)
+        if not self._n_dec:
+            tl.gap_s.append(0.0)
+            tl.gap_n.append(0)
 
     def _pop_finished(self, t: float, finished: list[int]) -> None:
         heap, b = self.heap, self.book
@@ -312,6 +365,10 @@ class Replica:
         b.gen[rid] += 1
         if b.first_s[rid] != b.first_s[rid]:
             b.first_s[rid] = t
+        elif self.record:  # a recompute after preemption emits the request's next token
+            self.timeline.rejoin_t_s.append(t)
+            self.timeline.rejoin_gap_s.append(t - b.last_s[rid])
+        b.last_s[rid] = t
         held = self.held.pop(rid)
         if b.gen[rid] >= b.out[rid] or self.role == "prefill":
             self.kv_used -= held
@@ -326,5 +383,6 @@ class Replica:
     def _join(self, rid: int, held: float) -> None:
         b = self.book
         self.running[rid] = (self.dsteps, held)
+        self.fresh[rid] = None
         self.ctx2 += 2 * b.inp[rid] + b.out[rid]
         heapq.heappush(self.heap, (self.dsteps + b.out[rid] - b.gen[rid], rid, b.epoch[rid]))

@@ -3,8 +3,14 @@
 * TTFT = first token − arrival; E2E = last token − arrival; queueing = first scheduled − arrival.
 * TPOT = (E2E − TTFT) / (output − 1) per request with output > 1 (first token excluded, as vLLM's
   ``benchmark_serving``, GenAI-Perf and MLPerf define it).
-* ITL = each gap between two tokens of one request, pooled over all requests: an engine step of
-  ``dt`` seconds with ``B`` decoding sequences contributes ``B`` gaps of ``dt``.
+* ITL = each gap between two tokens of one request, pooled over all requests (token-weighted). A
+  decode step contributes one gap per sequence: the time since the replica's previous decode step
+  for those that decoded in it (prefill-only steps in between included), the time since the
+  sequence's own last token for those that rejoined since (after a prefill, KV hand-off, swap-in or
+  recompute). Each request's gaps sum to its last − first token time, so the ITL mean equals the
+  token-weighted TPOT Σ(E2E − TTFT) / Σ(output − 1).
+* mean in system = ∫ requests in system dt over the arrival window / its length; with the arrival
+  rate over the same window, Little's law L = λ·W holds in steady state.
 """
 
 from __future__ import annotations
@@ -120,7 +126,8 @@ def summarise(result: SimResult, *, slo: Slo | None = None, warmup_fraction: flo
     window = max(end - start, 1e-12)
     outputs = result.output_tokens[mask][done]
     inputs = result.input_tokens[mask][done]
-    itl, weights, kv, batch = _timeline_arrays(result, start)
+    dt, batch, kv = _step_arrays(result, start)
+    itl, weights = _gap_arrays(result, start)
     goodput = attainment = None
     if slo is not None and not slo.empty:
         met = _slo_met(lat, slo)
@@ -146,22 +153,29 @@ def summarise(result: SimResult, *, slo: Slo | None = None, warmup_fraction: flo
         total_tokens_per_s=float(outputs.sum() + inputs.sum()) / window,
         goodput_requests_per_s=goodput,
         slo_attainment=attainment,
-        mean_batch=float(np.average(batch, weights=itl)) if batch.size and itl.sum() > 0 else None,
-        kv_utilization_mean=float(np.average(kv, weights=itl)) if kv.size and itl.sum() > 0 else None,
+        mean_batch=float(np.average(batch, weights=dt)) if batch.size and dt.sum() > 0 else None,
+        kv_utilization_mean=float(np.average(kv, weights=dt)) if kv.size and dt.sum() > 0 else None,
         kv_utilization_max=float(kv.max()) if kv.size else None,
         preemptions=int(result.preemptions.sum()),
-        mean_in_system=result.in_system_area / result.sim_time_s if result.sim_time_s > 0 else 0.0,
+        mean_in_system=result.in_system_area / span if span > 0 else 0.0,
         arrival_rate_rps=(all_arrivals.size - 1) / span if span > 0 else 0.0,
     )
 
 
-def _timeline_arrays(
-    result: SimResult, start: float
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """(step seconds, decoding sequences, KV fraction, batch) of steps ending after ``start``."""
-    dt = np.concatenate([np.asarray(t.dt_s, dtype=np.float64) for t in result.timelines])
-    ends = np.concatenate([np.asarray(t.t_s, dtype=np.float64) for t in result.timelines])
-    dec = np.concatenate([np.asarray(t.decode, dtype=np.float64) for t in result.timelines])
-    kv = np.concatenate([np.asarray(t.kv_fraction, dtype=np.float64) for t in result.timelines])
-    keep = ends > start
-    return dt[keep], dec[keep], kv[keep], dec[keep]
+def _joined(result: SimResult, name: str) -> FloatArray:
+    return np.concatenate([np.asarray(getattr(t, name), dtype=np.float64) for t in result.timelines])
+
+
+def _step_arrays(result: SimResult, start: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(step seconds, decoding sequences, KV fraction) of the steps ending after ``start``."""
+    keep = _joined(result, "t_s") > start
+    return _joined(result, "dt_s")[keep], _joined(result, "decode")[keep], _joined(result, "kv_fraction")[keep]
+
+
+def _gap_arrays(result: SimResult, start: float) -> tuple[FloatArray, FloatArray]:
+    """Inter-token gaps after ``start`` and how many tokens waited each (module docstring)."""
+    ends, rejoined = _joined(result, "t_s"), _joined(result, "rejoin_t_s")
+    keep, keep_rejoined = ends > start, rejoined > start
+    gaps = np.concatenate([_joined(result, "gap_s")[keep], _joined(result, "rejoin_gap_s")[keep_rejoined]])
+    weights = np.concatenate([_joined(result, "gap_n")[keep], np.ones(int(keep_rejoined.sum()))])
+    return gaps, weights

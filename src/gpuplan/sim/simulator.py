@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.errors import UserInputError
 from gpuplan.perf.inference import ReplicaModel
+from gpuplan.perf.layout import Layout
+from gpuplan.perf.memory import recurrent_state_bytes_per_gpu
 from gpuplan.sim.config import SimConfig
 from gpuplan.sim.engine import Book, Replica, ReplicaLimits, Role, StepTimes, Timeline
 from gpuplan.sim.workload import FloatArray, IntArray, Requests
@@ -43,6 +46,7 @@ class SimResult:
     events: int
     sim_time_s: float
     in_system_area: float
+    """∫ requests in system dt from time 0 to the last arrival (Little's law over the arrival window)."""
     rejected: int
     truncated: str | None
 
@@ -55,15 +59,42 @@ def replica_limits(replica: ReplicaModel, config: SimConfig) -> ReplicaLimits:
     reservation = config.kv_reservation or engine.kv_reservation
     return ReplicaLimits(
         kv_tokens=float(mem.kv_tokens),
+        max_context=mem.max_model_len,
         max_seqs=config.max_num_seqs or step.max_seqs,
         max_tokens=config.max_batched_tokens or step.chunk_tokens,
         block_tokens=config.block_size_tokens or engine.block_size_tokens,
+        state_tokens=recurrent_state_bytes_per_gpu(step.model, tp=step.layout.tp, pp=step.layout.pp)
+        / max(mem.kv_bytes_per_token, 1e-30),
         chunked=config.chunked_prefill,
         hit_rate=config.prefix_cache_hit_rate,
         reserve_full=reservation == "full",
         swap=config.preemption == "swap",
         swap_s_per_token=mem.kv_bytes_per_token / host_link,
     )
+
+
+def _check_unchunked_budget(limits: ReplicaLimits, requests: Requests) -> None:
+    """Without chunked prefill a whole prompt (plus, after a recompute, its answer so far) must fit one
+    step's token budget; vLLM likewise refuses max_num_batched_tokens < max_model_len then."""
+    if limits.chunked or not len(requests):
+        return
+    longest = int((requests.input_tokens + requests.output_tokens).max())
+    if longest > limits.max_tokens:
+        raise UserInputError(
+            f"simulation.max_batched_tokens {limits.max_tokens:,} is below the longest request "
+            f"({longest:,} prompt + answer tokens) with chunked_prefill off",
+            hint=f"raise max_batched_tokens to at least {longest:,} or set chunked_prefill: true",
+        )
+
+
+def _check_pools(pooled: int, layout: Layout) -> None:
+    """Prefill + decode replicas must be the deployment's replicas (GPUs / (tp × pp))."""
+    if pooled != layout.replicas:
+        raise UserInputError(
+            f"simulation.disaggregation: prefill_replicas + decode_replicas = {pooled}, but the hardware "
+            f"holds {layout.replicas} replica(s) of tp {layout.tp} x pp {layout.pp}",
+            hint=f"set hardware.count to {pooled * layout.tp * layout.pp} (or parallelism.tp), or resize the pools",
+        )
 
 
 _PREFILL: Role = "prefill"
@@ -82,10 +113,12 @@ class _Loop:
             out=requests.output_tokens.tolist(),
         )
         limits = replica_limits(replica, config)
+        _check_unchunked_budget(limits, requests)
         times = StepTimes(replica.step)
         dis = config.disaggregation
         roles: list[Role] = ["mixed"] * replica.step.layout.replicas
         if dis is not None:
+            _check_pools(dis.prefill_replicas + dis.decode_replicas, replica.step.layout)
             roles = [_PREFILL] * dis.prefill_replicas + [_DECODE] * dis.decode_replicas
         self.replicas = [Replica(self.book, times, limits, r, config.record_timeline) for r in roles]
         self.entry = [r for r in self.replicas if r.role != "decode"]
@@ -95,10 +128,11 @@ class _Loop:
         ) or replica.step.gpu.interconnect.pcie_bytes_per_s
         self.transfer_s_per_token = replica.memory.kv_bytes_per_token / (link or PCIE_GEN4_X16_BYTES_PER_S)
         self.pending: list[tuple[float, int, int]] = []
-        self.rr = 0
+        self.rr = {"entry": 0, "exit": 0}
         self.events = 0
         self.in_system = 0
         self.area = 0.0
+        self.arrival_area = 0.0
         self.now = 0.0
         self.rejected = 0
         self.next_open = 0
@@ -112,16 +146,18 @@ class _Loop:
                 self.book.arrival_s[rid] = 0.0
             self.next_open = min(clients, len(self.req))
 
-    def _route(self, pool: list[Replica]) -> Replica:
+    def _route(self, pool: list[Replica], which: str) -> Replica:
+        """Round-robin keeps one turn per pool (prefill and decode pools rotate independently)."""
         if len(pool) == 1:
             return pool[0]
         if self.cfg.router == "round_robin":
-            self.rr += 1
-            return pool[self.rr % len(pool)]
+            self.rr[which] += 1
+            return pool[self.rr[which] % len(pool)]
         return min(pool, key=lambda r: r.load)
 
     def _arrive(self, rid: int, t: float) -> None:
-        target = self._route(self.entry)
+        self.arrival_area = self.area
+        target = self._route(self.entry, "entry")
         if not target.fits_alone(rid):
             self.rejected += 1
             self._finished_client(t)
@@ -131,7 +167,7 @@ class _Loop:
         self._kick(target, t)
 
     def _handoff_arrive(self, rid: int, t: float) -> None:
-        target = self._route(self.exit)
+        target = self._route(self.exit, "exit")
         target.ready.append(rid)
         self._kick(target, t)
 
@@ -219,7 +255,7 @@ def simulate(
         timelines=tuple(r.timeline for r in loop.replicas),
         events=loop.events,
         sim_time_s=loop.now,
-        in_system_area=loop.area,
+        in_system_area=loop.arrival_area,
         rejected=loop.rejected,
         truncated=truncated,
     )

@@ -27,7 +27,7 @@ MAX_TOKENS = 10_000_000
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class LengthDist(_Frozen):

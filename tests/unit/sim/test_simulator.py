@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuplan.errors import UserInputError
 from gpuplan.perf.inference import InferenceWorkload, ReplicaModel
 from gpuplan.perf.layout import Layout
 from gpuplan.sim.config import Disaggregation, SimConfig
@@ -133,17 +134,23 @@ def test_request_larger_than_the_kv_pool_is_rejected(replica: ReplicaModel) -> N
 
 
 def test_replicas_router_and_disaggregation_complete_everything(build_replica: Builder) -> None:
-    two = build_replica(Layout(replicas=2))
+    two, three = build_replica(Layout(replicas=2)), build_replica(Layout(replicas=3))
     spec = poisson(rate=30.0, n=600)
     for config in (
         SimConfig(router="round_robin"),
         SimConfig(router="least_loaded", chunked_prefill=False, prefix_cache_hit_rate=0.5),
         SimConfig(disaggregation=Disaggregation(prefill_replicas=1, decode_replicas=2)),
     ):
-        result = simulate(two, generate(spec), config)
+        result = simulate(three if config.disaggregation else two, generate(spec), config)
         summary = summarise(result)
         assert summary.completed == 600, config
         assert len(result.timelines) == (3 if config.disaggregation else 2)
+
+
+def test_disaggregation_pools_must_match_the_hardware(build_replica: Builder) -> None:
+    config = SimConfig(disaggregation=Disaggregation(prefill_replicas=5, decode_replicas=5))
+    with pytest.raises(UserInputError, match=r"prefill_replicas \+ decode_replicas = 10, but the hardware holds 1"):
+        simulate(build_replica(Layout(replicas=1)), generate(poisson(rate=1.0, n=5)), config)
 
 
 def test_prefix_cache_shortens_ttft(replica: ReplicaModel) -> None:
