@@ -10,9 +10,12 @@ Mamba-2 mixer parameters (HF ``NemotronHMamba2Mixer``), all counted into ``extra
 in_proj ``hidden × (d + conv + heads)``, depthwise conv1d ``conv × (conv_kernel + bias)``,
 ``dt_bias``/``A_log``/``D`` one per head, gated norm ``d``, out_proj ``d × hidden``.
 
-The Mamba SSM state is a fixed-size per-sequence recurrent state (``heads × head_dim × state``
-per layer), not a per-token cache, so it is deliberately NOT represented in ``kv_groups``; only
-the attention blocks contribute KV elements per token.
+The Mamba SSM state is a fixed-size per-sequence recurrent state, not a per-token cache, so it is
+NOT in ``kv_groups`` (only the attention blocks hold KV per token) but in ``recurrent_state_bytes``:
+per Mamba layer ``heads × head_dim × ssm_state_size`` SSM elements in ``mamba_ssm_cache_dtype``
+(float32 in the Nemotron-3 configs) plus ``conv × (conv_kernel − 1)`` convolution elements in the
+model dtype (vLLM ``MambaStateShapeCalculator.mamba2_state_shape``). Nemotron-3-Nano: 23 layers ×
+(524,288 × 4 + 18,432 × 2) B = 46.9 MiB per sequence.
 
 LatentMoE (``moe_latent_size``, Nemotron-3 Super/Ultra): routed experts run in the latent width,
 with one ``hidden → latent`` and one ``latent → hidden`` projection per MoE block; the router
@@ -62,6 +65,19 @@ def _mamba_params(r: ConfigReader, hidden: int) -> int:
     return in_proj + conv1d + 3 * heads + inner + out_proj
 
 
+STATE_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "auto": 2}
+"""Bytes per element of ``mamba_ssm_cache_dtype`` ("auto" = the 16-bit model dtype, vLLM's default)."""
+
+
+def _mamba_state_bytes(r: ConfigReader) -> float:
+    """One sequence's state in one Mamba-2 layer: SSM state (its cache dtype) + conv state (16-bit)."""
+    heads, head_dim = r.integer("mamba_num_heads"), r.integer("mamba_head_dim")
+    state = r.integer("ssm_state_size")
+    conv = heads * head_dim + 2 * r.integer("n_groups", 1) * state
+    ssm_bytes = STATE_DTYPE_BYTES.get(r.text("mamba_ssm_cache_dtype") or "auto", 2)
+    return heads * head_dim * state * ssm_bytes + conv * (r.integer("conv_kernel", 4) - 1) * 2
+
+
 def _moe(r: ConfigReader, core: Core, n_moe: int) -> tuple[MoeSpec | None, int]:
     """(moe spec, extra params: router ``e_score_correction_bias`` per expert per MoE block)."""
     if n_moe == 0:
@@ -108,6 +124,7 @@ def parse_nemotron_h(r: ConfigReader, _t: str) -> Fields:
         "num_dense_mlp_layers": counts["-"],
         "extra_params": extra,
         "kv_groups": groups,
+        "recurrent_state_bytes": counts["M"] * _mamba_state_bytes(r) if counts["M"] else 0.0,
     }
 
 

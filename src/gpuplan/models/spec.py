@@ -87,6 +87,9 @@ class ModelSpec(_Frozen):
     mla: MlaSpec | None = None
     kv_groups: tuple[KvGroup, ...] = Field(description="KV-cache layout; empty for encoders")
     extra_params: int = Field(default=0, description="parameters outside the formula (norms, biases, mamba)")
+    recurrent_state_bytes: float = Field(
+        default=0.0, ge=0, description="fixed per-sequence state of recurrent (Mamba) layers, whole model"
+    )
     params_reported: float | None = Field(default=None, description="_params_b_reported x 1e9")
     active_params_reported: float | None = None
     source: tuple[str, ...] = ()

@@ -45,7 +45,7 @@ MAX_FACTOR = 1.5
 class FitProvenance(BaseModel):
     """How the factors were obtained, so a user can judge and repeat the fit."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     method: str
     data: str
@@ -57,7 +57,7 @@ class FitProvenance(BaseModel):
 class Calibration(BaseModel):
     """The efficiency factors the performance model reads (see module docstring)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     compute_efficiency: dict[str, float]
     bandwidth_efficiency: dict[str, float]

@@ -154,7 +154,7 @@ def predict_inference(
         }
     )
     ttft, tpot, tokens_per_s, running = replica.run(share)
-    total = tokens_per_s * layout.replicas
+    total = tokens_per_s * _busy_replicas(workload, layout.replicas)
     e2e = ttft + max(workload.output_tokens - 1, 0) * tpot
     return InferencePrediction(
         ttft_s=ttft,
@@ -168,6 +168,38 @@ def predict_inference(
         memory=replica.memory,
         bound=decode_bound(replica.step, running),
     )
+
+
+def check_generative(model: ModelSpec) -> None:
+    """UserInputError for an encoder-only model (no KV cache, no recurrent state): it does not generate."""
+    if not model.kv_groups and model.recurrent_state_bytes == 0:
+        raise UserInputError(
+            f"{model.id} is an encoder-only model: it does not generate tokens, so it has no TTFT/TPOT to plan",
+            hint="choose a decoder model (gpuplan models lists them); embedding serving is not modelled",
+        )
+
+
+def check_context_window(model: ModelSpec, context_tokens: int) -> None:
+    """UserInputError when prompt + answer exceed the model's trained window (``max_position_embeddings``):
+    vLLM refuses such a max_model_len unless told to (VLLM_ALLOW_LONG_MAX_MODEL_LEN). Planning front
+    ends call it; an explicit ``max_model_len`` (and published benchmarks that ran beyond the window)
+    skip it."""
+    window = model.max_position_embeddings
+    if window is not None and context_tokens > window:
+        raise UserInputError(
+            f"{context_tokens:,} tokens of prompt + answer exceed {model.id}'s context window of {window:,} "
+            "(max_position_embeddings)",
+            hint="shorten the prompt or the answer, choose a longer-context model, or set max_model_len "
+            "explicitly to plan beyond the trained window",
+        )
+
+
+def _busy_replicas(w: InferenceWorkload, replicas: int) -> float:
+    """Replicas with work: one request at a time keeps one busy, C < replicas requests keep C busy."""
+    if w.scenario == "single":
+        return 1.0
+    load = w.concurrency if w.scenario == "concurrency" else w.batch_size if w.scenario == "static_batch" else None
+    return float(replicas) if load is None else min(float(replicas), load)
 
 
 def _mean_context(w: InferenceWorkload) -> float:
@@ -190,8 +222,19 @@ def _prefill_share_s(step: StepModel, mem: InferenceMemory, w: InferenceWorkload
     return step.prefill_s(tokens=tokens, prompt_tokens=w.input_tokens) * w.input_tokens / tokens
 
 
+def chunked_prefill_s(step: StepModel, prompt_tokens: int) -> float:
+    """One prompt alone: engines split it into chunks of at most max batched tokens, each a pass over
+    the weights (vLLM chunked prefill, TensorRT-LLM max_num_tokens); the simulator does the same."""
+    if prompt_tokens <= 0:
+        return 0.0
+    chunk = max(step.chunk_tokens, 1)
+    full, rest = divmod(prompt_tokens, chunk)
+    time_s = full * step.prefill_s(tokens=chunk, prompt_tokens=prompt_tokens) if full else 0.0
+    return time_s + (step.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0)
+
+
 def _single(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
-    ttft = step.prefill_s(tokens=w.input_tokens, prompt_tokens=w.input_tokens) if w.input_tokens else 0.0
+    ttft = chunked_prefill_s(step, w.input_tokens)
     tpot = step.decode_s(batch=1, context=_mean_context(w))
     e2e = ttft + max(w.output_tokens - 1, 0) * tpot
     rate = 1.0 / tpot if w.input_tokens == 0 else w.output_tokens / max(e2e, 1e-12)
@@ -199,7 +242,19 @@ def _single(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tupl
 
 
 def _static(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
+    """A static batch runs together or not at all, every request to its full context. More requests
+    than even the whole memory left after the weights can hold (no activation, runtime or
+    utilisation margin: those are estimates) is infeasible."""
     batch = float(w.batch_size or 1)
+    if mem.kv_pool_bytes > 0:
+        per_request = mem.kv_pool_bytes / mem.max_concurrency  # KV bytes of one full-context request
+        fits = (mem.usable_bytes - mem.weights_bytes) / per_request
+        if batch > fits:
+            raise InfeasibleError(
+                f"a static batch of {batch:,.0f} requests of {w.input_tokens + w.output_tokens:,} tokens "
+                f"does not fit one replica: the memory left after the weights holds {math.floor(fits):,}",
+                hint="lower batch_size, add replicas or GPUs (tp), or use an fp8 KV cache",
+            )
     ttft = step.prefill_s(tokens=batch * max(w.input_tokens, 1), prompt_tokens=max(w.input_tokens, 1))
     tpot = step.decode_s(batch=batch, context=_mean_context(w))
     e2e = ttft + max(w.output_tokens - 1, 0) * tpot
@@ -229,7 +284,7 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
         if busy >= 1.0:
             return OVERLOADED, OVERLOADED, 0.0, cap
         tpot = step.decode_s(batch=max(running, 1.0), context=_mean_context(w)) / (1.0 - busy)
-        ttft = prefill / (1.0 - busy) + _step_boundary_wait_s(running, tpot)
+        ttft = _own_prefill_s(step, w, running) / (1.0 - busy) + _step_boundary_wait_s(running, tpot)
         new_running = rate * (ttft + max(w.output_tokens - 1, 0) * tpot)
         if new_running > cap:
             return OVERLOADED, OVERLOADED, 0.0, cap
@@ -238,6 +293,21 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
         if converged:
             break
     return ttft, tpot, rate * w.output_tokens, running
+
+
+def _own_prefill_s(step: StepModel, w: InferenceWorkload, running: float) -> float:
+    """The steps that carry one prompt: its own chunks, each with the decodes of the requests running
+    (a prompt's first token waits for its whole step, not for its share of a packed chunk). Alone it
+    is exactly the single-request prefill, and it never shrinks as the load grows."""
+    alone = chunked_prefill_s(step, w.input_tokens)
+    if running <= 1.0 or w.input_tokens <= 0:
+        return alone
+    chunk = min(w.input_tokens, max(step.chunk_tokens, 1))
+    steps = math.ceil(w.input_tokens / chunk)
+    mixed = steps * step.step_s(
+        batch=running, context=_mean_context(w), prefill_tokens=chunk, prompt_tokens=w.input_tokens
+    )
+    return max(alone, mixed)
 
 
 def _step_boundary_wait_s(running: float, step_s: float) -> float:

@@ -95,9 +95,25 @@ def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
             raise UserInputError(
                 f"ep={layout.ep} exceeds the tp x replicas ranks ({layout.tp * layout.replicas})"
             )
+    _check_dtype_support(gpu, layout)
     domain = gpu.interconnect.scale_up_domain_gpus
     if layout.tp > max(domain, 8) and layout.tp > 1:
         raise UserInputError(
             f"tp={layout.tp} spans more than one {gpu.id} node ({max(domain, 8)} GPUs)",
             hint="keep TP inside a node and use pp or replicas across nodes",
+        )
+
+
+EIGHT_BIT_FLOAT_OR_LESS = ("fp8", "fp4")
+"""Weight formats whose kernels need Ampere (sm80) or newer: native FP8 on Ada/Hopper and FP4 on
+Blackwell, weight-only Marlin kernels (W8A16, MXFP4) on Ampere (vLLM quantization support table,
+https://docs.vllm.ai/en/latest/features/quantization/supported_hardware.html). A catalog GPU with no
+bf16 tensor rate (Volta, Turing) predates them."""
+
+
+def _check_dtype_support(gpu: GpuSpec, layout: Layout) -> None:
+    if layout.weight_dtype in EIGHT_BIT_FLOAT_OR_LESS and gpu.dense_tflops.bf16 is None:
+        raise UserInputError(
+            f"{layout.weight_dtype} weights need an Ampere-or-newer GPU; {gpu.id} has no kernels for them",
+            hint="use int8/int4 (AWQ, GPTQ) or fp16 weights on this GPU",
         )

@@ -194,7 +194,13 @@ def kv_bytes_per_sequence_at_len(
         if windows and group.window_tokens:
             held = min(tokens, group.window_tokens - 1 + chunk_tokens)
         elements += group.num_layers * group.elements_per_token_per_layer * held
-    return elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
+    kv = elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
+    return kv + recurrent_state_bytes_per_gpu(model, tp=tp, pp=pp)
+
+
+def recurrent_state_bytes_per_gpu(model: ModelSpec, *, tp: int, pp: int) -> float:
+    """One sequence's Mamba state on one GPU: its heads split over TP, its layers over PP."""
+    return model.recurrent_state_bytes / (tp * pp)
 
 
 def inference_memory(

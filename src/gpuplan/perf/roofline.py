@@ -37,7 +37,12 @@ from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
 from gpuplan.perf.engines import EngineProfile, batching_limits, get_engine
 from gpuplan.perf.layout import Layout
-from gpuplan.perf.memory import kv_bytes_for_sequence_per_gpu, usable_memory_bytes, weight_bytes_per_gpu
+from gpuplan.perf.memory import (
+    kv_bytes_for_sequence_per_gpu,
+    recurrent_state_bytes_per_gpu,
+    usable_memory_bytes,
+    weight_bytes_per_gpu,
+)
 from gpuplan.units import GIB, TFLOPS
 
 LOW_PRECISION_KEYS = frozenset({"fp8", "int8", "fp4"})
@@ -145,10 +150,11 @@ class StepModel:
         if key not in self._memo:
             if kind == "attn":
                 value = arith.attention_flops_per_token(self.model, context_tokens=tokens)
-            elif kind == "kv":
+            elif kind == "kv":  # a decode step reads the KV and reads + writes any recurrent state
+                tp, pp = self.layout.tp, self.layout.pp
                 value = kv_bytes_for_sequence_per_gpu(
-                    self.model, tokens=tokens, kv_dtype=self.kv_dtype, tp=self.layout.tp, pp=self.layout.pp
-                )
+                    self.model, tokens=tokens, kv_dtype=self.kv_dtype, tp=tp, pp=pp
+                ) + 2.0 * recurrent_state_bytes_per_gpu(self.model, tp=tp, pp=pp)
             else:
                 value = arith.prefill_flops(self.model, prompt_tokens=tokens)
             self._memo[key] = value

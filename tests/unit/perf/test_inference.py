@@ -174,3 +174,50 @@ def test_rate_ttft_adds_the_wait_for_the_step_in_progress(
     # The wait feeds back into N through Little's law only through TTFT (one step in a long request).
     assert no_wait_tpot == pytest.approx(tpot, rel=0.02)
     assert ttft - no_wait_ttft == pytest.approx((1 - math.exp(-running)) * tpot / 2, rel=0.05)
+
+
+@pytest.mark.parametrize("model_id", ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"])
+def test_rate_ttft_never_falls_below_idle_nor_as_load_rises(model_id: str, h100: GpuSpec) -> None:
+    # A prompt's first token waits for the whole step carrying it (its prefill plus the running
+    # requests' decodes), not for its 1/N share of a packed chunk: TTFT is the idle prefill at
+    # rate -> 0 and grows with the load (it used to fall to 0.8x the idle value at 2 req/s).
+    model, layout = get_model(model_id), Layout(tp=2, weight_dtype="fp8")
+    replica = ReplicaModel.build(model, h100, layout, context_tokens=384)
+    work = {"input_tokens": 128, "output_tokens": 256}
+    idle, _, _, _ = replica.run(InferenceWorkload(scenario="single", **work))
+    previous = idle
+    for rate in (0.01, 0.5, 1.0, 2.0, 3.0, 5.0):
+        ttft, _, _, _ = replica.run(InferenceWorkload(scenario="rate", rate_rps=rate, **work))
+        assert ttft >= previous * (1 - 1e-9), (rate, ttft, previous)
+        previous = ttft
+
+
+def test_a_long_lone_prompt_is_prefilled_in_chunks(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    step = StepModel.build(llama8b, h100, Layout(), default_calibration())
+    prompt = 2 * step.chunk_tokens + 100
+    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=prompt + 10)
+    ttft, _, _, _ = replica.run(InferenceWorkload(scenario="single", input_tokens=prompt, output_tokens=10))
+    chunks = 2 * step.prefill_s(tokens=step.chunk_tokens, prompt_tokens=prompt) + step.prefill_s(
+        tokens=100, prompt_tokens=prompt
+    )
+    assert ttft == pytest.approx(chunks, rel=1e-12)
+    assert ttft > step.prefill_s(tokens=prompt, prompt_tokens=prompt)  # each chunk streams the weights
+
+
+def test_fewer_requests_than_replicas_keep_only_that_many_busy(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    one = predict_inference(llama8b, h100, Layout(), _w("concurrency", concurrency=1))
+    for workload in (_w("concurrency", concurrency=1), _w("single")):
+        alone = predict_inference(llama8b, h100, Layout(), workload)
+        four = predict_inference(llama8b, h100, Layout(replicas=4), workload)
+        assert four.output_tokens_per_s == pytest.approx(alone.output_tokens_per_s, rel=1e-12)
+    two_of_four = predict_inference(llama8b, h100, Layout(replicas=4), _w("concurrency", concurrency=2))
+    assert two_of_four.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, rel=1e-12)
+
+
+def test_a_static_batch_beyond_memory_is_infeasible(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    # 4096 x 4096 tokens x 128 KiB (bf16 GQA KV) = 2 TiB: no 80 GB card holds it.
+    workload = InferenceWorkload(scenario="static_batch", input_tokens=2048, output_tokens=2048, batch_size=4096)
+    with pytest.raises(InfeasibleError, match=r"static batch of 4,096 requests of 4,096 tokens does not fit"):
+        predict_inference(llama8b, h100, Layout(), workload)
+    fits = workload.model_copy(update={"batch_size": 64})  # 32 GiB of KV
+    assert predict_inference(llama8b, h100, Layout(), fits).running_per_replica == 64

@@ -14,6 +14,7 @@ from gpuplan.perf.memory import (
     activation_peak_bytes,
     inference_memory,
     kv_bytes_for_sequence_per_gpu,
+    kv_bytes_per_sequence_at_len,
     kv_bytes_per_token_per_gpu,
     usable_memory_bytes,
     weight_bytes_per_gpu,
@@ -276,3 +277,20 @@ def test_default_kv_dtype_follows_the_checkpoint_convention(
     weights: str, engine: str, explicit: str | None, kv: str
 ) -> None:
     assert Layout(weight_dtype=weights, engine=engine, kv_dtype=explicit).resolved_kv_dtype == kv
+
+
+def test_mamba_state_is_a_fixed_per_sequence_cost(h100: GpuSpec) -> None:
+    # Nemotron-3-Nano: 23 Mamba-2 layers x (64 heads x 64 dims x 128 states x 4 B, float32 SSM state
+    # per its config's mamba_ssm_cache_dtype + (4096 + 2 x 8 x 128) conv channels x 3 taps x 2 B).
+    nano = get_model("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    per_sequence = 23 * (64 * 64 * 128 * 4 + 6144 * 3 * 2)
+    assert nano.recurrent_state_bytes == per_sequence == pytest.approx(46.81 * 2**20, rel=1e-4)
+    short = kv_bytes_per_sequence_at_len(nano, tokens=1, kv_dtype="bf16", tp=2, pp=1, chunk_tokens=2048, windows=True)
+    assert short > per_sequence / 2  # one token already carries the whole (TP-split) state
+    mem = inference_memory(nano, h100, Layout(), max_model_len=2048)
+    per_request = kv_bytes_per_sequence_at_len(
+        nano, tokens=2048, kv_dtype="bf16", tp=1, pp=1, chunk_tokens=2048, windows=True
+    )
+    assert mem.max_concurrency == pytest.approx(mem.kv_pool_bytes / per_request)
+    assert mem.max_concurrency < mem.kv_pool_bytes / per_sequence  # far fewer than the KV alone would allow
+    assert get_model("meta-llama/Llama-3.1-8B").recurrent_state_bytes == 0
