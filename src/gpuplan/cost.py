@@ -31,7 +31,8 @@ DEFAULT_SERVER_OVERHEAD = 0.35
 
 
 class OwnershipAssumptions(BaseModel):
-    """Inputs of the owned-TCO model; every field can be overridden by the user."""
+    """Inputs of the owned-TCO model; every field can be overridden by the user (scenario section
+    ``ownership:``, docs/scenarios.md)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -75,10 +76,12 @@ def break_even_months(
 ) -> float:
     """Months of renting that pay for buying one GPU (with its server share); inf if never.
 
-    Renting is compared at the same utilisation: a GPU you own costs power only while busy, a
-    rented one is billed only while rented.
+    Renting is compared at the same utilisation: per calendar hour a rented GPU is billed for
+    ``utilisation`` hours, and an owned one draws power for the same share
+    (``power_usd_per_hour`` already counts the utilisation once).
     """
-    saving = (cloud_usd_per_gpu_hour - power_usd_per_hour(tdp_watts=tdp_watts, gpus=1, a=a)) * a.utilisation
+    rent = cloud_usd_per_gpu_hour * a.utilisation
+    saving = rent - power_usd_per_hour(tdp_watts=tdp_watts, gpus=1, a=a)
     if saving <= 0:
         return math.inf
     return purchase_usd * (1 + a.server_overhead) / (saving * HOURS_PER_MONTH)

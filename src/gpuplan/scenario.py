@@ -13,13 +13,14 @@ from typing import Any, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuplan.cost import OwnershipAssumptions
 from gpuplan.errors import FileFormatError
 from gpuplan.perf.inference import Scenario as ScenarioKind
 from gpuplan.training.scenario import TrainingScenarioFile
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class HardwareSection(_Frozen):
@@ -83,6 +84,7 @@ class ScenarioFile(DeploymentDocument):
     workload: WorkloadSection
     sla: SlaSection = SlaSection()
     prices: PricesSection = PricesSection()
+    ownership: OwnershipAssumptions = OwnershipAssumptions()
     objective: Literal["cost", "latency", "throughput"] = "cost"
 
 
@@ -128,12 +130,19 @@ def load_scenario(path: Path) -> ScenarioFile:
 
 def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
     """Pydantic errors flattened to one line: 'field.path: rule; ...'."""
+    errors = _causes(exc.errors())
     parts = []
-    for err in exc.errors()[:limit]:
+    for err in errors[:limit]:
         loc = ".".join(_one_line(str(p)) for p in err["loc"]) or "(document)"
         parts.append(f"{loc}: {_one_line(err['msg'])}")
-    more = len(exc.errors()) - limit
+    more = len(errors) - limit
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _causes(errors: list[Any]) -> list[Any]:
+    """Drop a list's "too short" error when its own items failed: it is their consequence, not news."""
+    failed_items = {tuple(e["loc"][:-1]) for e in errors if len(e["loc"]) > 1}
+    return [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in failed_items)] or errors
 
 
 def _one_line(text: str) -> str:

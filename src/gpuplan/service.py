@@ -16,7 +16,13 @@ from gpuplan.errors import UserInputError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
-from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
+from gpuplan.perf.inference import (
+    InferencePrediction,
+    InferenceWorkload,
+    check_context_window,
+    check_generative,
+    predict_inference,
+)
 from gpuplan.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.perf.memory import InferenceMemory, inference_memory
 from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
@@ -47,6 +53,7 @@ def offers(
                 price_source="user override"
                 if usd_per_gpu_hour
                 else (f"{price.provider} {price.as_of} {price.source_url}" if price else ""),
+                price_kind=price_kind,
                 purchase_usd=purchase.usd if purchase else None,
             )
         )
@@ -68,6 +75,9 @@ def recommend_from_scenario(
 ) -> Recommendation:
     """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``."""
     model = spec or get_model(sc.model)
+    check_generative(model)
+    if sc.max_model_len is None:
+        check_context_window(model, sc.workload.input_tokens + sc.workload.output_tokens)
     target = ServingTarget(
         input_tokens=sc.workload.input_tokens,
         output_tokens=sc.workload.output_tokens,
@@ -91,6 +101,7 @@ def recommend_from_scenario(
         space=space,
         objective=sc.objective,
         cal=cal or default_calibration(),
+        ownership=sc.ownership,
         progress=progress,
     )
 
@@ -151,6 +162,9 @@ def predict_from_scenario(
     )
     if workload.scenario == "rate" and workload.rate_rps is None:
         raise UserInputError("workload.scenario 'rate' needs workload.rate_rps", hint="e.g. rate_rps: 5")
+    check_generative(model)
+    if sc.max_model_len is None:
+        check_context_window(model, workload.input_tokens + workload.output_tokens)
     prediction = predict_inference(model, gpu, layout, workload, cal=cal, max_model_len=sc.max_model_len)
     price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
     per_hour = price * layout.num_gpus if price else None
@@ -197,6 +211,11 @@ def fit(
     spec: ModelSpec | None = None,
 ) -> FitResult:
     """Does it fit, and how much KV is left (``spec``: a parsed config.json instead of ``model_id``)."""
+    for flag, value in (("--tp", tp), ("--pp", pp), ("--count", count), ("--context", context_tokens)):
+        if value is not None and value < 1:
+            raise UserInputError(f"{flag} must be a whole number >= 1, got {value}", hint=f"e.g. {flag} 1")
+    if utilization is not None and not 0 < utilization <= 1:
+        raise UserInputError(f"--utilization must be in (0, 1], got {utilization}", hint="e.g. --utilization 0.9")
     model, gpu = spec or get_model(model_id), catalog.get_gpu(gpu_id)
     sc_tp, replicas = split_gpus(count, tp, pp, field="--count")
     layout = Layout(

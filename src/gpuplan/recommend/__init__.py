@@ -51,30 +51,31 @@ def recommend(
         for gpu, items in tail_misses.items():
             misses.setdefault(gpu, []).extend(items)
     budget = space.max_usd_per_hour
-    over = [p for p in plans if budget is not None and (p.usd_per_hour or 0) > budget]
-    plans = [p for p in plans if p not in over]
-    if budget is not None and not any(p.usd_per_hour for p in plans):
-        plans = [p for p in plans if p.usd_per_hour is not None]
+    over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
+    unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
+    plans = [p for p in plans if p not in over and p not in unpriced]
     ranked = rank(plans, objective)
-    winners = {p.gpu for p in ranked}
-    rejected = _rejections(misses, over, winners, budget)
+    best_per_gpu = _best_per_gpu(ranked)
+    shown = _shown(ranked, best_per_gpu)
+    rejected = _rejections(misses, over, {p.gpu for p in ranked}, budget)
+    rejected += _unpriced(unpriced, {p.gpu for p in ranked}) + _ranked_out(best_per_gpu, shown)
     if not ranked:
         nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
+        reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]
         raise InfeasibleError(
             f"no plan for {model.id} meets the request on {len(offers)} GPU types",
-            nearest=[f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
-            hint="relax the SLA, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
+            nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
+            hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
         )
-    best_per_gpu = _best_per_gpu(ranked)
     return Recommendation(
         model=model.id,
         objective=objective,
-        plans=best_per_gpu[:MAX_PLANS],
+        plans=shown,
         rejected=rejected,
         explanation=explain(
             model, best_per_gpu, rejected, offers, target, sla, ownership or OwnershipAssumptions()
         ),
-        assumptions=assumptions(space, sla),
+        assumptions=assumptions(space, sla, offers),
     )
 
 
@@ -87,6 +88,43 @@ def _best_per_gpu(ranked: Sequence[Plan]) -> list[Plan]:
         (rest if p.gpu in seen else first).append(p)
         seen.add(p.gpu)
     return first + rest
+
+
+def _shown(ranked: Sequence[Plan], best_per_gpu: Sequence[Plan]) -> list[Plan]:
+    """The ``MAX_PLANS`` listed: the best of each GPU type first (so the list spans the GPU types),
+    then further layouts of the leaders; reported in rank order, best first."""
+    chosen = {id(p) for p in best_per_gpu[:MAX_PLANS]}
+    return [p for p in ranked if id(p) in chosen]
+
+
+def _ranked_out(best_per_gpu: Sequence[Plan], shown: Sequence[Plan]) -> list[Rejection]:
+    """GPU types with a feasible plan that ranked below the ``MAX_PLANS`` shown."""
+    listed = {p.gpu for p in shown}
+    return [
+        Rejection(
+            gpu=p.gpu,
+            kind="cost",
+            reason=f"feasible, but its best plan ({p.count}x{p.gpu}"
+            + (f", ${p.usd_per_hour:,.2f}/h" if p.usd_per_hour is not None else "")
+            + f") ranks below the {MAX_PLANS} shown",
+        )
+        for p in best_per_gpu
+        if p.gpu not in listed
+    ]
+
+
+def _unpriced(plans: Sequence[Plan], winners: set[str]) -> list[Rejection]:
+    """Under a budget a plan without a price cannot be checked against it."""
+    gpus = sorted({p.gpu for p in plans} - winners)
+    return [
+        Rejection(
+            gpu=gpu,
+            kind="price",
+            reason=f"no {gpu} price in the catalog to check against the budget "
+            "(add one with --catalog prices.yaml)",
+        )
+        for gpu in gpus
+    ]
 
 
 def _rejections(

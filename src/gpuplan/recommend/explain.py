@@ -128,7 +128,15 @@ def _rent_vs_own(offer: GpuOffer, p: Plan, a: OwnershipAssumptions) -> str:
     )
 
 
-def assumptions(space: SearchSpace, sla: Sla) -> list[str]:
+def price_basis(offers: Sequence[GpuOffer]) -> str:
+    """Where the $/GPU-hour came from: the user's override, or the catalog's quotes of a kind."""
+    if offers and all(o.price_source == "user override" for o in offers):
+        return "Prices: your $/GPU-hour"
+    kinds = sorted({o.price_kind.replace("_", "-") for o in offers}) or ["on-demand"]
+    return f"Prices: catalog {'/'.join(kinds)} $/GPU-hour (median of the latest quotes)"
+
+
+def assumptions(space: SearchSpace, sla: Sla, offers: Sequence[GpuOffer] = ()) -> list[str]:
     """What the numbers rest on, stated with every answer."""
     if sla.has_percentiles:
         sizing = [
@@ -145,5 +153,5 @@ def assumptions(space: SearchSpace, sla: Sla) -> list[str]:
     return [
         f"Engine {space.engine} defaults (batching limits, KV paging); continuous batching at steady state.",
         *sizing,
-        "Prices: catalog on-demand $/GPU-hour (median of the latest quotes); owned TCO excludes staff.",
+        price_basis(offers) + "; owned TCO excludes staff.",
     ]

@@ -164,10 +164,11 @@ def evaluate(
             model, gpu, layout, context_tokens=target.input_tokens + target.output_tokens, cal=cal
         )
     except InfeasibleError as exc:
-        return Miss(
-            Rejection(gpu=gpu.id, kind="memory", reason=exc.message),
-            MEMORY_MISS + 1.0 / layout.gpus_per_replica,
-        )
+        weights = weight_bytes_per_gpu(
+            model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
+        ).total
+        over = weights / usable_memory_bytes(gpu)  # how many times the weights alone fill a GPU
+        return Miss(Rejection(gpu=gpu.id, kind="memory", reason=exc.message), MEMORY_MISS + _squash(over))
     load_max = max_load_under_sla(replica, target, sla)
     if load_max <= 0:
         ttft, tpot, _, _ = replica.run(_workload(target, _lowest_load(target)))
@@ -215,6 +216,8 @@ def _plan(
     calibrated: bool,
 ) -> Plan:
     ttft, tpot, tok_s, running = replica.run(_workload(target, load))
+    if target.rate_rps is not None:  # served = offered below capacity (the model may have floored the rate)
+        tok_s = load * target.output_tokens
     total_tok_s = tok_s * layout.replicas
     mem = replica.memory
     used_kv = min(

@@ -8,7 +8,7 @@ import pytest
 
 from gpuplan import service
 from gpuplan.catalog import default_catalog
-from gpuplan.errors import InfeasibleError
+from gpuplan.errors import InfeasibleError, UserInputError
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import default_calibration
@@ -16,6 +16,7 @@ from gpuplan.perf.layout import Layout
 from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
 from gpuplan.recommend.request import Plan
 from gpuplan.recommend.search import evaluate
+from gpuplan.scenario import ScenarioFile
 from gpuplan.units import GIB
 
 TARGET = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=5)
@@ -37,16 +38,6 @@ def rec(llama8b: ModelSpec, offers: list[GpuOffer]) -> Recommendation:
     return recommend(llama8b, offers, TARGET, sla=SLA)
 
 
-def _leaders(plans: list[Plan]) -> tuple[list[Plan], list[Plan]]:
-    """Split into the first plan of each GPU type and the further layouts (the documented order)."""
-    seen: set[str] = set()
-    first, rest = [], []
-    for p in plans:
-        (rest if p.gpu in seen else first).append(p)
-        seen.add(p.gpu)
-    return first, rest
-
-
 def test_offers_carry_prices(offers: list[GpuOffer]) -> None:
     assert [o.gpu.id for o in offers] == ["L4", "H100-SXM"]
     assert all(o.usd_per_gpu_hour and o.usd_per_gpu_hour > 0 for o in offers)
@@ -60,10 +51,8 @@ def test_plans_sorted_by_cost(rec: Recommendation) -> None:
     assert all(c is not None for c in costs)
     # The winner is the cheapest plan overall.
     assert rec.plans[0].usd_per_hour == min(c for c in costs if c is not None)
-    # Each GPU type's best plan comes first, cheapest first; then further layouts, cheapest first.
-    first, rest = _leaders(rec.plans)
-    assert [p.usd_per_hour for p in first] == sorted(p.usd_per_hour or math.inf for p in first)
-    assert [p.usd_per_hour for p in rest] == sorted(p.usd_per_hour or math.inf for p in rest)
+    # The whole list is in rank order (docs/json.md): cheapest first.
+    assert costs == sorted(c or math.inf for c in costs)
     assert rec.explanation and rec.explanation[0].startswith(f"Best: {rec.plans[0].count}x {rec.plans[0].gpu}")
     assert rec.assumptions
 
@@ -135,9 +124,7 @@ def test_latency_objective_orders_by_tpot(llama8b: ModelSpec, offers: list[GpuOf
     assert rec.objective == "latency"
     tpots = [p.tpot_ms for p in rec.plans]
     assert rec.plans[0].tpot_ms == min(tpots)
-    first, rest = _leaders(rec.plans)
-    assert [p.tpot_ms for p in first] == sorted(p.tpot_ms for p in first)
-    assert [p.tpot_ms for p in rest] == sorted(p.tpot_ms for p in rest)
+    assert tpots == sorted(tpots)
     # The fastest plan is at least as fast as the cheapest one.
     assert rec.plans[0].tpot_ms <= recommend(llama8b, offers, TARGET, sla=SLA).plans[0].tpot_ms
 
@@ -190,3 +177,51 @@ def test_latency_reason_shows_sub_ms_limit(llama8b: ModelSpec, offers: list[GpuO
     with pytest.raises(InfeasibleError) as info:
         recommend(llama8b, offers, TARGET, sla=Sla(tpot_ms=0.1))
     assert "> 0 ms" not in info.value.nearest[0]
+
+
+def test_plans_span_gpu_types_and_the_rest_are_listed_as_ranked_out(llama8b: ModelSpec) -> None:
+    # Every catalog GPU: more feasible GPU types than the 10 plans shown. Each shown type's best plan
+    # is in the list, the list is in cost order, and every other feasible type is named (kind cost).
+    rec = recommend(llama8b, service.offers(default_catalog(), None), TARGET, sla=SLA)
+    costs = [p.usd_per_hour or math.inf for p in rec.plans]
+    assert len(rec.plans) == 10 and costs == sorted(costs)
+    shown = {p.gpu for p in rec.plans}
+    ranked_out = {r.gpu for r in rec.rejected if r.kind == "cost"}
+    assert ranked_out and not ranked_out & shown
+    assert all("ranks below the 10 shown" in r.reason for r in rec.rejected if r.kind == "cost")
+
+
+def test_budget_rejects_unpriced_gpus_and_names_why_nothing_fits(llama8b: ModelSpec) -> None:
+    catalog = default_catalog()
+    offers = service.offers(catalog, ["H800", "L4"])
+    assert offers[0].usd_per_gpu_hour is None  # no public H800 rental price
+    rec = recommend(llama8b, offers, TARGET, sla=SLA, space=SearchSpace(max_usd_per_hour=100))
+    assert {p.gpu for p in rec.plans} == {"L4"}
+    [price] = [r for r in rec.rejected if r.gpu == "H800"]
+    assert price.kind == "price" and "no H800 price" in price.reason
+    h100 = service.offers(catalog, ["H100-SXM"])
+    with pytest.raises(InfeasibleError) as info:
+        recommend(llama8b, h100, TARGET, sla=SLA, space=SearchSpace(max_usd_per_hour=1.0))
+    assert any("> budget $1.00/h" in line for line in info.value.nearest)
+
+
+def test_pre_ampere_gpus_get_no_fp8_or_fp4_plans(llama8b: ModelSpec) -> None:
+    offers = service.offers(default_catalog(), ["T4", "V100-32GB"])
+    space = SearchSpace(weight_dtypes=("fp8", "fp4", "int4"))
+    light = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=0.5)
+    rec = recommend(llama8b, offers, light, sla=Sla(), space=space)
+    assert rec.plans and {p.weight_dtype for p in rec.plans} == {"int4"}
+
+
+def test_a_rate_below_the_model_floor_is_priced_at_the_rate_asked(llama8b: ModelSpec) -> None:
+    slow = ServingTarget(input_tokens=512, output_tokens=100, rate_rps=1e-4)
+    [plan, *_] = recommend(llama8b, service.offers(default_catalog(), ["H100-SXM"]), slow).plans
+    assert plan.requests_per_s == pytest.approx(1e-4) and plan.output_tokens_per_s == pytest.approx(0.01)
+
+
+def test_an_encoder_gets_no_generation_plan() -> None:
+    sc = ScenarioFile.model_validate(
+        {"model": "bert-large-uncased", "workload": {"input_tokens": 100, "output_tokens": 50, "rate_rps": 1}}
+    )
+    with pytest.raises(UserInputError, match="encoder-only model"):
+        service.recommend_from_scenario(sc, default_catalog())
