@@ -118,7 +118,9 @@ def test_sigkill_loses_no_completed_request_and_resume_completes(mock: str, tmp_
            "--store", store_url, "--format", "json"]
     before = httpx.get(mock + "/mock/stats").json()["completed"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    time.sleep(3.0)
+    deadline = time.monotonic() + 30.0  # a loaded machine may take seconds just to start the client
+    while time.monotonic() < deadline and httpx.get(mock + "/mock/stats").json()["completed"] - before < 40:
+        time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     served = httpx.get(mock + "/mock/stats").json()["completed"] - before

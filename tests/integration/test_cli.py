@@ -673,8 +673,12 @@ def test_predict_rate_scenario_needs_rate(user_error: Any, tmp_path: Path) -> No
 
 def test_context_too_long_message_names_the_context(user_error: Any, tmp_path: Path) -> None:
     doc = {**PREDICT_DOC, "workload": {"input_tokens": 10_000_000, "output_tokens": 10, "concurrency": 1}}
+    line = user_error("predict", _scenario(tmp_path, doc))  # beyond the model's window: a user error
+    assert "10,000,010 tokens" in line and "context window of 131,072" in line
+    doc = {**doc, "workload": {"input_tokens": 4_000_000, "output_tokens": 10, "concurrency": 1}}
+    doc["max_model_len"] = 4_000_010  # planning beyond the window on purpose: then it does not fit
     line = user_error("predict", _scenario(tmp_path, doc), code=2)
-    assert "context" in line or "10,000,010" in line or "10000010" in line
+    assert "4,000,010 context tokens" in line
 
 
 def test_validate_zero_measurement_is_not_a_silent_skip(invoke: Invoke) -> None:

@@ -15,11 +15,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import FileFormatError
 from gpuplan.results import RunInfo, Store
 from gpuplan.results.measurements import run_measurements
+from gpuplan.scenario import describe_validation_error
 
 Kind = Literal["gemm", "bandwidth", "allreduce", "train", "serve"]
 FIELDS = ("dtype", "model", "framework", "num_gpus", "tp", "weight_dtype", "scenario", "input_len",
@@ -35,7 +36,7 @@ class ResultRow(BaseModel):
     kind: Kind
     gpu: str
     metric: str
-    value: float
+    value: float = Field(gt=0, allow_inf_nan=False, description="a measurement: finite and > 0")
     fields: dict[str, str]
 
 
@@ -118,11 +119,17 @@ def rows_from_csv(path: Path) -> list[ResultRow]:
             if missing:
                 raise FileFormatError(f"{path}: header lacks {', '.join(sorted(missing))}",
                                       hint="see docs/bench.md (gpuplan calibrate) for the columns")
-            return [_csv_row(raw, i) for i, raw in enumerate(reader, start=2)]
+            rows = []
+            for line, raw in enumerate(reader, start=2):
+                try:
+                    rows.append(_csv_row(raw, line))
+                except ValidationError as exc:
+                    raise FileFormatError(f"{path} line {line}: {describe_validation_error(exc)}") from None
+                except ValueError as exc:
+                    raise FileFormatError(f"{path} line {line}: {str(exc).splitlines()[0]}") from None
+            return rows
     except OSError as exc:
         raise FileFormatError(f"cannot read {path}: {exc.strerror}", hint="check the path") from None
-    except (ValueError, ValidationError) as exc:
-        raise FileFormatError(f"{path}: bad row ({str(exc).splitlines()[0]})") from None
 
 
 def _csv_row(raw: dict[str, str | None], line: int) -> ResultRow:

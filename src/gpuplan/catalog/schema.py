@@ -20,7 +20,7 @@ PriceKind = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class DenseTflops(_Frozen):

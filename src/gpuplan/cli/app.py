@@ -48,8 +48,25 @@ def guarded(fn: F) -> F:
         except ValidationError as exc:
             error(describe_validation_error(exc))
             raise typer.Exit(UserInputError.exit_code) from None
+        except OSError as exc:  # a path that is a directory, a missing folder, a port in use, a bad host
+            error(_os_error_line(exc))
+            raise typer.Exit(UserInputError.exit_code) from None
+        except RecursionError:
+            error("an input document is nested too deeply (thousands of levels); fix the file")
+            raise typer.Exit(UserInputError.exit_code) from None
+        except OverflowError as exc:
+            error(f"a number is out of range ({exc}); use finite values")
+            raise typer.Exit(UserInputError.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _os_error_line(exc: OSError) -> str:
+    """``cannot use PATH: reason`` for file errors, the socket's own reason for network ones."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"cannot use {exc.filename}: {reason} (check the path: an existing folder, a file name)"
+    return f"{reason} (check --host / --port / --url, or the file paths given)"
 
 
 def fmt(value: str) -> Format:

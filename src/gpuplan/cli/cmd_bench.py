@@ -205,6 +205,8 @@ def _slo_search(config: Any, store: str | None, hooks: Any, shape: str, slo: tup
         raise UserInputError("--max-rate-under-slo needs --rate (the first rate tried), not --resume")
     if slo == (None, None):
         raise UserInputError("--max-rate-under-slo needs --slo-ttft-p99-ms and/or --slo-tpot-p99-ms")
+    if steps < 1:
+        raise UserInputError(f"--search-steps must be >= 1, got {steps}", hint="e.g. --search-steps 8")
     result = max_rate_under_slo(config, _runner(store, hooks), start_rps=config.rate_rps, ttft_p99_ms=slo[0],
                                 tpot_p99_ms=slo[1], max_steps=steps)
     if shape == "json":

@@ -221,7 +221,7 @@ def _scenario_from_flags(
     budget: float | None,
 ) -> ScenarioFile:
     """The scenario document the recommend flags describe, validated like a file."""
-    if not (model and input_tokens and output_tokens):
+    if not (model and input_tokens is not None and output_tokens is not None):  # 0 is checked as a field
         raise UserInputError(
             "recommend needs a scenario file, --example, or --model, --input-tokens and "
             "--output-tokens with --rate or --concurrency"

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuplan.dtypes import get_dtype
 from gpuplan.recommend.request import Sla
 
 SHARE_TOLERANCE = 1e-6
@@ -22,7 +23,7 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class WorkloadClass(_Frozen):
@@ -41,6 +42,13 @@ class WorkloadClass(_Frozen):
     def _one_load(self) -> WorkloadClass:
         if (self.share is None) == (self.rate_rps is None):
             raise ValueError(f"class {self.name}: give exactly one of share or rate_rps")
+        if self.sla.has_percentiles:
+            raise ValueError(
+                f"class {self.name}: fleets are sized on mean TTFT/TPOT (sla: ttft_ms, tpot_ms); P99 limits are "
+                "not supported here (size one class on P99s with gpuplan recommend --ttft-p99-ms/--tpot-p99-ms)"
+            )
+        for dtype in self.dtypes:
+            get_dtype(dtype)  # unknown names fail here, naming the nearest, not later as "no layout"
         return self
 
 

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gpuplan.catalog import Catalog
 from gpuplan.errors import GpuplanError, UserInputError
 from gpuplan.k8s.inventory import ClusterInventory, build_inventory
@@ -72,6 +74,12 @@ def api_client(kubeconfig: Path | None = None, context: str | None = None) -> An
             return client.ApiClient(cfg)
     except ConfigException as exc:
         raise UserInputError(f"kubeconfig {path or '(in-cluster)'}: {str(exc).splitlines()[0]}") from None
+    except (yaml.YAMLError, UnicodeDecodeError, TypeError, AttributeError, KeyError) as exc:
+        # the client parses the file itself and fails with these on YAML that is not a kubeconfig mapping
+        raise UserInputError(
+            f"kubeconfig {path}: not a kubeconfig YAML mapping ({type(exc).__name__}: {str(exc).splitlines()[0]})",
+            hint="check the file: clusters, users and contexts as written by kubectl",
+        ) from None
     raise UserInputError(
         f"no kubeconfig: --kubeconfig not given, $KUBECONFIG unset, {DEFAULT_KUBECONFIG} missing, not in a cluster",
         hint="pass --kubeconfig PATH",

@@ -32,27 +32,31 @@ MEMORY_LABEL_FLOOR = 0.9
 matches when it reports at least 90 % of the nominal size."""
 
 
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+"""RFC 1123 label: what Kubernetes accepts as a namespace and in object names and label values."""
+
+
 class PoolDeployment(BaseModel):
     """One Deployment (and its Service and PDB)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=52)
-    fleet: str
+    name: str = Field(pattern=DNS_LABEL, max_length=52)
+    fleet: str = Field(pattern=DNS_LABEL, max_length=63)
     model: str
     gpu: str
     product_label: str
     min_memory_mib: int
     mig_profile: str | None
     tier: Literal["hpc", "general", "cost"]
-    tp: int
-    pp: int
-    replicas: int
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    replicas: int = Field(ge=1)
     weight_dtype: str
     kv_dtype: str
-    max_model_len: int
-    max_num_seqs: int
-    max_unavailable: int
+    max_model_len: int = Field(ge=1, le=10_000_000)
+    max_num_seqs: int = Field(ge=1)
+    max_unavailable: int = Field(ge=0)
     rate_rps: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -4,6 +4,7 @@ the manifests as YAML (``yaml.safe_dump``) and read them back for ``apply``."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from gpuplan.fleet.planner import FleetPlan
 from gpuplan.fleet.service import parse_fleet, plan_from_spec
 from gpuplan.k8s.engines import Engine
 from gpuplan.k8s.manifests import Obj, render
-from gpuplan.k8s.pools import PoolDeployment, from_fleet, from_plan
+from gpuplan.k8s.pools import DNS_LABEL, PoolDeployment, from_fleet, from_plan
 from gpuplan.k8s.validate import schema_available, validate_schema
 from gpuplan.recommend.request import Recommendation
 from gpuplan.scenario import describe_validation_error
@@ -43,14 +44,18 @@ def pools_from_file(path: Path, catalog: Catalog, *, max_model_len: int | None) 
         doc = None
     try:
         if isinstance(doc, dict) and "pools" in doc:
-            return from_fleet(FleetPlan.model_validate(doc), catalog)
-        if isinstance(doc, dict) and "plans" in doc:
-            return _from_recommendation(Recommendation.model_validate(doc), catalog, max_model_len)
+            pools = from_fleet(FleetPlan.model_validate(doc), catalog)
+        elif isinstance(doc, dict) and "plans" in doc:
+            pools = _from_recommendation(Recommendation.model_validate(doc), catalog, max_model_len)
+        elif doc is not None:
+            raise FileFormatError(f"{path}: JSON is neither 'gpuplan recommend' nor 'gpuplan fleet' output")
+        else:
+            pools = from_fleet(plan_from_spec(parse_fleet(text, origin=str(path)), catalog), catalog)
     except ValidationError as exc:
         raise FileFormatError(f"{path}: {describe_validation_error(exc)}") from None
-    if doc is not None:
-        raise FileFormatError(f"{path}: JSON is neither 'gpuplan recommend' nor 'gpuplan fleet' output")
-    return from_fleet(plan_from_spec(parse_fleet(text, origin=str(path)), catalog), catalog)
+    if not pools:
+        raise UserInputError(f"{path}: the plan has no pool to deploy", hint="render a plan with at least one pool")
+    return pools
 
 
 def _from_recommendation(
@@ -70,6 +75,12 @@ def render_files(
     pools: list[PoolDeployment], engine: Engine, *, namespace: str, bench_image: str | None
 ) -> dict[str, list[Obj]]:
     """Objects per file, schema-checked when ``kubernetes-validate`` is installed."""
+    if not re.fullmatch(DNS_LABEL, namespace) or len(namespace) > 63:
+        raise UserInputError(
+            f"--namespace {namespace!r} is not a Kubernetes name (RFC 1123 label: lower-case letters, digits "
+            "and '-', at most 63, starting and ending with a letter or digit)",
+            hint="e.g. --namespace gpuplan",
+        )
     files = render(pools, engine, ns=namespace, bench_image=bench_image)
     if schema_available():
         validate_schema(obj for objs in files.values() for obj in objs)

@@ -38,7 +38,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
 
 from gpuplan.bench.load.record import RequestRecord
 from gpuplan.errors import BenchmarkError, UserInputError
@@ -122,8 +122,11 @@ class Store:
             with self.engine.begin() as conn:
                 if conn.execute(select(meta.c.value).where(meta.c.key == "schema")).first() is None:
                     conn.execute(insert(meta).values(key="schema", value=str(SCHEMA_VERSION)))
-        except OperationalError as exc:
-            raise BenchmarkError(f"cannot open the results store {self.url}: {exc.orig}") from None
+        except (OperationalError, DatabaseError) as exc:
+            raise BenchmarkError(
+                f"cannot open the results store {self.url}: {exc.orig}",
+                hint="point --store at a gpuplan SQLite file or a new path",
+            ) from None
 
     def create_run(self, run_id: str, kind: str, config: dict[str, Any], conditions: dict[str, Any],
                    tool_version: str) -> None:

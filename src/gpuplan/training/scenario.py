@@ -13,7 +13,7 @@ from gpuplan.training.spec import TrainingJob, TrainingLayout
 class TrainingHardware(BaseModel):
     """The GPU type; the count is the layout's tp × pp × dp × cp."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     gpu: str
 
@@ -21,7 +21,7 @@ class TrainingHardware(BaseModel):
 class TrainingScenarioFile(BaseModel):
     """``model``, ``hardware.gpu``, the ``training`` job and its ``layout``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str
     hardware: TrainingHardware

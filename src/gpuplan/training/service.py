@@ -113,6 +113,8 @@ def resolve_method(method: str, *, task: str | None = None) -> Method:
 def tokens_to_train(tokens: float | None, epochs: float | None, samples: int | None, seq_len: int) -> float:
     """The token budget: ``tokens``, or ``epochs × samples × seq_len``."""
     if tokens is not None:
+        if not (math.isfinite(tokens) and tokens > 0):
+            raise UserInputError(f"--tokens must be a finite number > 0, got {tokens}", hint="e.g. --tokens 1e9")
         return tokens
     if epochs is not None and samples is not None:
         budget = epochs * samples * seq_len

@@ -120,7 +120,8 @@ def check_layout(model: ModelSpec, job: TrainingJob, layout: TrainingLayout) -> 
     if limit is not None and job.seq_len > limit and not job.allow_long_seq:
         raise UserInputError(
             f"seq_len {job.seq_len} is longer than the {limit} positions of {model.id}",
-            hint="pass --allow-long-seq if you extend the context (RoPE scaling)",
+            hint="shorten seq_len; to extend the context on purpose (RoPE scaling) set allow_long_seq: true "
+            "(train-fit --allow-long-seq, training.allow_long_seq in a scenario)",
         )
     if job.seq_len % layout.cp:
         raise UserInputError(f"cp {layout.cp} does not divide seq_len {job.seq_len}")

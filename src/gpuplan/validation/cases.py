@@ -6,6 +6,7 @@ One row is one published number with its conditions; see ``shared/validation/REA
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -46,12 +47,26 @@ class Case(BaseModel):
         return (self.fields.get(key) or "").strip()
 
     def int_field(self, key: str) -> int | None:
-        raw = self.get(key)
-        return int(float(raw)) if raw else None
+        """A whole number >= 0 ('' → None); Skip naming the column otherwise (the row, not the run)."""
+        value = self.float_field(key)
+        if value is None:
+            return None
+        if value < 0 or value != int(value):
+            raise Skip(f"{key} {self.get(key)!r} is not a whole number >= 0")
+        return int(value)
 
     def float_field(self, key: str) -> float | None:
+        """A finite number ('' → None); Skip naming the column otherwise."""
         raw = self.get(key)
-        return float(raw) if raw else None
+        if not raw:
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            raise Skip(f"{key} {raw!r} is not a number") from None
+        if not math.isfinite(value):
+            raise Skip(f"{key} {raw!r} is not a finite number")
+        return value
 
     def note(self, key: str) -> str | None:
         """A ``key=value`` item of the ``notes`` column, if present."""
@@ -99,6 +114,11 @@ def _case(schema: Schema, row: Mapping[str, str | None], path: Path, line: int) 
         value = float(raw.get("value", ""))
     except ValueError:
         raise FileFormatError(f"{path} line {line}: value {raw.get('value')!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise FileFormatError(
+            f"{path} line {line}: value {raw.get('value')!r} must be a finite measurement >= 0",
+            hint="fix or remove the row",
+        )
     return Case(
         schema_name=schema,
         id=raw.get("id", f"line{line}"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
@@ -19,6 +19,7 @@ from gpuplan.perf.calibration import Calibration
 from gpuplan.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
 from gpuplan.perf.layout import Layout
 from gpuplan.perf.memory import inference_memory
+from gpuplan.scenario import describe_validation_error
 from gpuplan.units import GIB, MS_PER_S
 from gpuplan.validation.cases import Case, Skip
 from gpuplan.validation.datasets import row_lengths
@@ -54,6 +55,8 @@ def predict_case(case: Case, catalog: Catalog, cal: Calibration, *, simulate: bo
         return _result(case, None, str(why))
     except GpuplanError as exc:
         return _result(case, None, exc.one_line())
+    except ValidationError as exc:  # the row's conditions break a rule (tp=-2, …): the row, not the run
+        return _result(case, None, f"row conditions invalid: {describe_validation_error(exc)}")
     return _result(case, predicted, None)
 
 

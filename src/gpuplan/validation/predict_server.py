@@ -24,7 +24,7 @@ from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
-from gpuplan.perf.inference import ReplicaModel
+from gpuplan.perf.inference import InferenceWorkload, ReplicaModel
 from gpuplan.sim.capacity import max_rate_under_slo
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.metrics import SimSummary, summarise
@@ -102,7 +102,7 @@ class _SimulatedRow:
         if case.metric not in _THROUGHPUT and latency is None:
             raise Skip(f"metric {case.metric} is not predicted by the simulator")
         inp, out = row_lengths(case)
-        replica, replicas = _replica(case, model, gpu, cal, inp + out)
+        replica, replicas = _replica(case, model, gpu, cal, (inp, out))
         return cls(latency, inp, out, replica, replicas)
 
     def workload(self, arrival: ArrivalSpec, requests: int) -> WorkloadSpec:
@@ -146,17 +146,28 @@ def _slo(case: Case) -> Slo:
 
 
 def _replica(
-    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, context: int
+    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, lengths: tuple[int, int]
 ) -> tuple[ReplicaModel, int]:
-    """One replica of the row (TP given, else the smallest TP that fits) and how many replicas run."""
+    """One replica of the row and how many replicas run. TP given: that one; else the layout with the
+    highest analytic offline throughput of the whole row, the rule of the analytic rows (a submitter
+    tunes the layout for throughput; the smallest TP that fits overloads at the row's rate)."""
     last = "no layout divides the GPU count"
+    best: tuple[float, ReplicaModel, int] | None = None
+    inp, out = lengths
+    offline = InferenceWorkload(scenario="offline", input_tokens=inp, output_tokens=out)
     for layout in row_layouts(case, model):
         try:
             one = layout.model_copy(update={"replicas": 1})  # simulated alone at rate / replicas
-            return ReplicaModel.build(model, gpu, one, context_tokens=context, cal=cal), layout.replicas
+            replica = ReplicaModel.build(model, gpu, one, context_tokens=inp + out, cal=cal)
         except GpuplanError as exc:
             last = exc.one_line()
-    raise Skip(last)
+            continue
+        tokens_per_s = replica.run(offline)[2] * layout.replicas
+        if best is None or tokens_per_s > best[0]:
+            best = (tokens_per_s, replica, layout.replicas)
+    if best is None:
+        raise Skip(last)
+    return best[1], best[2]
 
 
 def _statistic(summary: SimSummary, name: str, stat: str) -> float:

@@ -20,7 +20,15 @@ from gpuplan.validation.fit import fit_calibration
 
 
 def validate(path: Path, catalog: Catalog, cal: Calibration, *, grades: Sequence[str]) -> ValidationReport:
-    """``gpuplan validate``."""
+    """``gpuplan validate``; UserInputError when no row carries one of ``grades``."""
+    _, cases = read_cases(path)
+    present = sorted({c.quality for c in cases})
+    if cases and not set(grades) & set(present):
+        asked = ",".join(grades) or "(none)"
+        raise UserInputError(
+            f"--grades {asked}: no row of {path.name} has these quality grades",
+            hint=f"the file has grades {', '.join(present)}",
+        )
     return validate_file(path, catalog=catalog, cal=cal, grades=grades)
 
 

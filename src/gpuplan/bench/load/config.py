@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+MAX_RATE_RPS = 100_000.0
+"""Sanity cap on the offered rate: one client process holds about 1,000 req/s on 2 cores
+(docs/bench.md); a larger number is a typo, and would build a schedule of billions of requests."""
+MAX_CONCURRENCY = 100_000
+"""Sanity cap on closed-loop clients (each is a coroutine and a connection)."""
 Arrival = Literal["poisson", "constant", "gamma"]
 Api = Literal["completions", "chat"]
 
@@ -20,12 +26,12 @@ class LoadConfig(BaseModel):
     url: str = Field(description="server base, http://host:port")
     model: str
     api: Api = "completions"
-    rate_rps: float | None = Field(default=None, gt=0)
-    concurrency: int | None = Field(default=None, ge=1)
+    rate_rps: float | None = Field(default=None, gt=0, le=MAX_RATE_RPS, allow_inf_nan=False)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     arrival: Arrival = "poisson"
     burstiness: float = Field(default=1.0, gt=0, description="gamma shape k; 1 is Poisson, < 1 burstier")
-    duration_s: float = Field(gt=0, le=86_400)
-    warmup_s: float = Field(default=0.0, ge=0)
+    duration_s: float = Field(gt=0, le=86_400, allow_inf_nan=False)
+    warmup_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     input_tokens: int = Field(ge=1, le=1_000_000)
     output_tokens: int = Field(ge=1, le=1_000_000)
     seed: int = 0
@@ -43,8 +49,15 @@ class LoadConfig(BaseModel):
         profiles = (self.rate_rps, self.concurrency, self.trace_path)
         if sum(p is not None for p in profiles) != 1:
             raise ValueError("give exactly one of --rate, --concurrency or --trace")
-        if not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"--url {self.url!r} must start with http:// or https://")
+        for flag, url in (("--url", self.url), ("--metrics-url", self.metrics_url)):
+            if url is None:
+                continue
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{flag} {url!r} must start with http:// or https://")
+            try:
+                httpx.URL(url)
+            except httpx.InvalidURL as exc:
+                raise ValueError(f"{flag} {url!r} is not a valid URL ({exc})") from None
         return self
 
     @property

@@ -78,6 +78,9 @@ def serve(config: LoadConfig | None, store_url: str | None = None, resume: str |
     store = Store(store_url)
     run_id, config, skip = _open(store, config, resume)
     preflight(config)
+    from gpuplan.bench.load.workload import build
+
+    build(config)  # reads the trace and prompt files: a bad file fails here, before a run is recorded
     if resume is None:
         store.create_run(run_id, "serve", config.model_dump(mode="json"), conditions(config), __version__)
     else:
@@ -101,6 +104,12 @@ def serve(config: LoadConfig | None, store_url: str | None = None, resume: str |
     summary = summarize(run_id, config, store.records(run_id), outcome.loop_lag_ms, outcome.cpu_s,
                         len(outcome.records), server)
     store.finish_run(run_id, "completed", summary.model_dump(mode="json"))
+    if summary.requests_completed == 0 and summary.requests_failed > 0:
+        errors = ", ".join(f"{kind} x{count}" for kind, count in sorted(summary.errors.items()))
+        raise BenchmarkError(
+            f"every request failed ({errors}); run {run_id} is stored",
+            hint="check --url, --model (the server's model name) and --api",
+        )
     return summary
 
 

@@ -1,0 +1,154 @@
+"""Bad inputs found by an adversarial pass over every command: each is one stderr line naming the
+field or file and a non-zero exit, never a traceback (and never a silent wrong answer)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS_CSV = ROOT / "docs" / "playbooks" / "inputs" / "h200-results.csv"
+UserError = Callable[..., str]
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["fit", "--count", "abc"], "Invalid value for '--count'"),
+        (["recommend", "--rate", "abc"], "Invalid value for '--rate'"),
+        (["fit", "--foo"], "No such option: --foo"),
+        (["validate"], "Missing argument"),
+    ],
+)
+def test_usage_errors_are_one_line_user_errors(args: list[str], expected: str) -> None:
+    # click's own usage errors exit 2, which in gpuplan means "infeasible": the entry point maps them to 1.
+    out = subprocess.run([sys.executable, "-m", "gpuplan", *args], capture_output=True, text=True, timeout=60)
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert out.returncode == 1 and len(lines) == 1 and expected in lines[0], out.stderr
+    assert "--help" in lines[0]
+
+
+def test_output_paths_that_are_folders_or_missing(user_error: UserError, tmp_path: Path) -> None:
+    line = user_error("calibrate", str(RESULTS_CSV), "-o", str(tmp_path))
+    assert f"cannot use {tmp_path}: Is a directory" in line
+    line = user_error("calibrate", str(RESULTS_CSV), "-o", str(tmp_path / "no" / "such" / "x.yaml"))
+    assert "No such file or directory" in line
+
+
+def test_a_store_that_is_not_a_database(user_error: UserError, tmp_path: Path) -> None:
+    garbage = _write(tmp_path / "x.sqlite", "garbage")
+    line = user_error("results", "list", "--store", f"sqlite:///{garbage}", code=4)
+    assert "cannot open the results store" in line and "file is not a database" in line
+
+
+def test_nested_yaml_in_a_catalog(user_error: UserError, tmp_path: Path) -> None:
+    deep = _write(tmp_path / "deep.yaml", "a: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert "nested too deeply" in user_error("gpus", "--catalog", str(deep))
+
+
+@pytest.mark.parametrize("text", ["not: [yaml\n", "- a\n", "scalar\n"])
+def test_a_malformed_kubeconfig(user_error: UserError, tmp_path: Path, text: str) -> None:
+    config = _write(tmp_path / "kubeconfig", text)
+    assert "not a kubeconfig YAML mapping" in user_error("k8s", "inventory", "--kubeconfig", str(config))
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--context", "-5"], "--context must be a whole number >= 1, got -5"),
+        (["--context", "0"], "--context must be a whole number >= 1, got 0"),
+        (["--tp", "0"], "--tp must be a whole number >= 1, got 0"),
+        (["--utilization", "nan"], "--utilization must be in (0, 1], got nan"),
+    ],
+)
+def test_fit_flags_out_of_range(user_error: UserError, flags: list[str], expected: str) -> None:
+    assert expected in user_error("fit", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", *flags)
+
+
+def test_validate_bad_cells_and_grades(user_error: UserError, invoke: Callable[..., object], tmp_path: Path) -> None:
+    source = (ROOT / "tests" / "integration" / "data" / "inference_small.csv").read_text(encoding="utf-8")
+    header, first, *rest = source.splitlines()
+    columns = header.split(",")
+    cells = first.split(",")
+    cells[columns.index("value")] = "nan"
+    bad = _write(tmp_path / "nan.csv", "\n".join([header, ",".join(cells), *rest]) + "\n")
+    assert "line 2: value 'nan' must be a finite measurement >= 0" in user_error("validate", str(bad))
+    assert "no row of inference_small.csv has these quality grades" in user_error(
+        "validate", str(ROOT / "tests" / "integration" / "data" / "inference_small.csv"), "--grades", "Z"
+    )
+
+
+def test_validate_row_conditions_are_skipped_per_row(invoke: Callable[..., object], tmp_path: Path) -> None:
+    source = (ROOT / "tests" / "integration" / "data" / "inference_small.csv").read_text(encoding="utf-8")
+    header, first, *rest = source.splitlines()
+    columns = header.split(",")
+    rows = []
+    for tp in ("1.5", "-2"):
+        cells = first.split(",")
+        cells[columns.index("tp")] = tp
+        cells[columns.index("id")] = f"bad{tp}"
+        rows.append(",".join(cells))
+    path = _write(tmp_path / "tp.csv", "\n".join([header, *rows, *rest]) + "\n")
+    run = invoke("validate", str(path), "--grades", "A,B,C", "--format", "json")
+    assert run.exit_code == 0  # type: ignore[attr-defined]
+    reasons = {r["id"]: r["skip_reason"] for r in json.loads(run.stdout)["rows"]}  # type: ignore[attr-defined]
+    assert reasons["bad1.5"] == "tp '1.5' is not a whole number >= 0"
+    assert reasons["bad-2"] == "tp '-2' is not a whole number >= 0"
+
+
+def test_training_tokens_must_be_finite(user_error: UserError) -> None:
+    line = user_error("train-plan", "--model", "Qwen/Qwen2.5-7B-Instruct", "--seq-len", "2048", "--tokens", "inf")
+    assert "--tokens must be a finite number > 0, got inf" in line
+
+
+def test_k8s_render_refuses_names_kubernetes_refuses(user_error: UserError, invoke: Callable[..., object],
+                                                     tmp_path: Path) -> None:
+    run = invoke("recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "512", "--output-tokens",
+                 "128", "--rate", "2", "--gpus", "H100-SXM", "--format", "json")
+    rec = _write(tmp_path / "rec.json", run.stdout)  # type: ignore[attr-defined]
+    line = user_error("k8s", "render", str(rec), "--max-model-len", "640", "--namespace", "Bad NS")
+    assert "--namespace 'Bad NS' is not a Kubernetes name" in line
+    assert "max_model_len: Input should be greater than or equal to 1" in user_error(
+        "k8s", "render", str(rec), "--max-model-len", "-5"
+    )
+
+
+FLEET = """name: t
+gpus: [A10]
+classes:
+  - {name: a, model: Qwen/Qwen2.5-7B-Instruct, rate_rps: 1, input_tokens: 10, output_tokens: 256, %s}
+"""
+
+
+def test_fleet_refuses_p99_limits_and_unknown_dtypes(user_error: UserError, tmp_path: Path) -> None:
+    p99 = _write(tmp_path / "p99.yaml", FLEET % "sla: {ttft_p99_ms: 100, tpot_p99_ms: 10}")
+    line = user_error("fleet", str(p99))
+    assert "fleets are sized on mean TTFT/TPOT" in line and "Tuple should have at least 1 item" not in line
+    fp9 = _write(tmp_path / "fp9.yaml", FLEET % "dtypes: [fp9]")
+    assert "unknown dtype 'fp9'" in user_error("fleet", str(fp9))
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--rate", "inf"], "rate_rps: Input should be a finite number"),
+        (["--rate", "1e9"], "rate_rps: Input should be less than or equal to 100000"),
+        (["--concurrency", "100000000"], "concurrency: Input should be less than or equal to 100000"),
+        (["--rate", "1", "--url", "http://256.256.256.256:80"], "is not a valid URL"),
+    ],
+)
+def test_bench_serve_load_out_of_range(user_error: UserError, flags: list[str], expected: str, tmp_path: Path) -> None:
+    base = ["bench", "serve", "--model", "m", "--duration", "1", "--store", f"sqlite:///{tmp_path / 'r.sqlite'}"]
+    if "--url" not in flags:
+        base += ["--url", "http://127.0.0.1:9"]
+    assert expected in user_error(*base, *flags)
