@@ -9,7 +9,7 @@ import typer
 
 from gpuplan.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.cli.render import emit_json, lines, table
-from gpuplan.errors import UserInputError
+from gpuplan.errors import InfeasibleError, UserInputError
 from gpuplan.training.scenario import TrainingScenarioFile
 from gpuplan.training.service import (
     TrainFitResult,
@@ -188,11 +188,17 @@ def train_fit(
             "checkpointing": checkpointing,
         }
     )
-    result = fit_training(model, gpu, job, layout, catalog_from(catalog))
+    _show_fit(fit_training(model, gpu, job, layout, catalog_from(catalog)), out)
+
+
+def _show_fit(result: TrainFitResult, out: str) -> None:
+    """The breakdown in full, then exit 2 (infeasible) when it does not fit, as inference ``fit`` does."""
     if out == "json":
         emit_json(result)
-        return
-    _fit_table(result)
+    else:
+        _fit_table(result)
+    if not result.fits:
+        raise typer.Exit(InfeasibleError.exit_code)
 
 
 def _fit_table(r: TrainFitResult) -> None:
@@ -221,8 +227,4 @@ def _fit_table(r: TrainFitResult) -> None:
 
 def predict_training_scenario(sc: TrainingScenarioFile, catalog: CatalogOpt, out: str) -> None:
     """``gpuplan predict`` / ``fit --scenario`` on a training scenario: what ``train-fit`` prints."""
-    result = fit_training(sc.model, sc.hardware.gpu, sc.training, sc.layout, catalog_from(catalog))
-    if out == "json":
-        emit_json(result)
-        return
-    _fit_table(result)
+    _show_fit(fit_training(sc.model, sc.hardware.gpu, sc.training, sc.layout, catalog_from(catalog)), out)

@@ -80,6 +80,9 @@ def fit_cmd(
     """Does it fit? Memory breakdown per GPU and the KV capacity left for requests (or, for a training
     scenario, weights, gradients, optimizer states and activations per GPU)."""
     if scenario is not None:
+        _refuse_flags_with_a_document(
+            model=model, gpu=gpu, tp=tp, kv_dtype=kv_dtype, context=context, utilization=utilization
+        )
         _fit_scenario(scenario, catalog, fmt(format), plot)
         return
     if not (model and gpu):
@@ -185,6 +188,12 @@ def recommend(
         return
     if task != "infer":
         raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
+    if example or scenario is not None:
+        _refuse_flags_with_a_document(
+            model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate,
+            concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms,
+            tpot_p99_ms=tpot_p99_ms, gpus=gpus, budget=budget,
+        )  # fmt: skip
     if example:
         sc = parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
     elif scenario is not None:
@@ -204,6 +213,16 @@ def recommend(
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, sc, cat, rec)
+
+
+def _refuse_flags_with_a_document(**flags: object) -> None:
+    """A scenario file (or --example) is the whole request: planning flags beside it would be ignored."""
+    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
+    if given:
+        raise UserInputError(
+            f"{', '.join(given)} would be ignored: a scenario file (or --example) is the whole request",
+            hint="put the values in the file, or drop the file and use flags only",
+        )
 
 
 def _scenario_from_flags(

@@ -114,7 +114,7 @@ def tokens_to_train(tokens: float | None, epochs: float | None, samples: int | N
     """The token budget: ``tokens``, or ``epochs × samples × seq_len``."""
     if tokens is not None:
         if not (math.isfinite(tokens) and tokens > 0):
-            raise UserInputError(f"--tokens must be a finite number > 0, got {tokens}", hint="e.g. --tokens 1e9")
+            raise UserInputError(f"--tokens must be a finite number > 0, got {tokens}")
         return tokens
     if epochs is not None and samples is not None:
         budget = epochs * samples * seq_len
