@@ -152,3 +152,11 @@ def test_bench_serve_load_out_of_range(user_error: UserError, flags: list[str], 
     if "--url" not in flags:
         base += ["--url", "http://127.0.0.1:9"]
     assert expected in user_error(*base, *flags)
+
+
+def test_flags_beside_a_scenario_are_refused_not_ignored(user_error: UserError, tmp_path: Path) -> None:
+    line = user_error("recommend", "--example", "--model", "meta-llama/Llama-3.1-70B")
+    assert "--model would be ignored: a scenario file (or --example) is the whole request" in line
+    scenario = _write(tmp_path / "s.yaml", "model: meta-llama/Llama-3.1-8B\nhardware: {gpu: H100-SXM}\n"
+                      "workload: {input_tokens: 512, output_tokens: 128, concurrency: 8}\n")
+    assert "--gpu would be ignored" in user_error("fit", "--scenario", str(scenario), "--gpu", "T4")
