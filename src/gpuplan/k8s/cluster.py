@@ -46,7 +46,8 @@ class ClusterError(GpuplanError):
 def _kubeconfig_path(kubeconfig: Path | None) -> Path | None:
     if kubeconfig is not None:
         if not kubeconfig.is_file():
-            raise UserInputError(f"kubeconfig {kubeconfig} not found", hint="pass an existing --kubeconfig")
+            what = "is a folder, not a file" if kubeconfig.is_dir() else "not found"
+            raise UserInputError(f"kubeconfig {kubeconfig} {what}", hint="pass an existing --kubeconfig file")
         return kubeconfig
     env = os.environ.get("KUBECONFIG", "")
     first = next((Path(p) for p in env.split(os.pathsep) if p), None)

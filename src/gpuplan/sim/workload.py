@@ -190,7 +190,8 @@ def _record(values: dict[str, object], origin: str, line: int) -> tuple[float, i
         raise FileFormatError(f"{origin} line {line}: arrival_s must be a finite time >= 0, got {t}")
     if not (1 <= out <= MAX_TOKENS and 0 <= inp <= MAX_TOKENS) or inp != int(inp) or out != int(out):
         raise FileFormatError(
-            f"{origin} line {line}: token counts must be whole numbers, input >= 0 and output >= 1 "
+            f"{origin} line {line}: token counts must be whole numbers, input in [0, {MAX_TOKENS:,}] and "
+            f"output in [1, {MAX_TOKENS:,}] "
             f"(got {inp:g}, {out:g})"
         )
     return t, int(inp), int(out)

@@ -6,6 +6,7 @@ source did not give the layout, so the tool chooses it (the highest-throughput T
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -100,6 +101,9 @@ _INFERENCE_METRICS: dict[str, Callable[[InferencePrediction], float]] = {
 }
 
 
+_PERCENTILE = re.compile(r"^(ttft|tpot|e2e)_ms_p(90|95|99)$")
+
+
 def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, simulate: bool) -> float:
     scenario = case.get("scenario")
     if scenario in ("server", "rate"):
@@ -107,7 +111,10 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
     if scenario == "concurrency" and simulate:
         return predict_closed_loop_case(case, model, gpu, cal)
     if case.metric not in _INFERENCE_METRICS:
-        raise Skip(f"metric {case.metric} needs percentiles from the serving simulator")
+        if _PERCENTILE.match(case.metric):
+            raise Skip(f"metric {case.metric} needs percentiles from the serving simulator")
+        known = ", ".join(sorted(_INFERENCE_METRICS))
+        raise Skip(f"metric {case.metric!r} is not one gpuplan predicts (known: {known})")
     if scenario == "single" and not case.int_field("input_len") and case.int_field("output_len"):
         inp, output = 0, case.int_field("output_len") or 0  # decode-speed test: no prompt stated
     else:
