@@ -37,8 +37,6 @@ from typing import Literal
 from gpuplan.perf.roofline import StepModel
 
 Role = Literal["mixed", "prefill", "decode"]
-KV_BLOCK_WASTE_FRACTION = 0.5
-"""The last KV block of a sequence is on average half full (Kwon et al. 2023, PagedAttention, §4.2)."""
 
 
 class StepTimes:
@@ -156,7 +154,8 @@ class Replica:
         self._n_dec = 0
         self._dt = 0.0
         self._preempted = 0
-        self.waste = KV_BLOCK_WASTE_FRACTION * limits.block_tokens + limits.state_tokens
+        self.c0: dict[int, int] = {}
+        self.phase = [0] * limits.block_tokens
         self.fresh: dict[int, None] = {}
         self.swapped: set[int] = set()
         self.last_decode_s = math.nan
@@ -169,7 +168,7 @@ class Replica:
         """Whether the request could ever run here: its whole context fits the deployment's
         ``max_model_len`` (an engine answers longer requests with an error) and the empty KV pool."""
         context = self.book.inp[rid] + self.book.out[rid]
-        return context <= self.lim.max_context and context + self.waste <= self.lim.kv_tokens
+        return context <= self.lim.max_context and self._slots(context) <= self.lim.kv_tokens
 
     # --- planning a step ---------------------------------------------------------------------------
 
@@ -182,17 +181,17 @@ class Replica:
             extra_s += self._make_room()
             n_dec = len(self.running)
         chunk: list[tuple[int, int]] = []
+        growth = self._growth()
         if self.role != "decode" or self.waiting:  # a decode replica recomputes its own preempted
             budget = self.lim.max_tokens - (n_dec if self.lim.chunked else 0)
-            growth = 0 if self.lim.reserve_full else n_dec
             chunk = self._plan_prefill(budget, now, growth)
             if chunk and not self.lim.chunked:
                 n_dec = 0
         if not n_dec and not chunk:
             return None
         self._chunk, self._n_dec = chunk, n_dec
-        if not self.lim.reserve_full:
-            self.kv_used += n_dec
+        if n_dec:
+            self.kv_used += growth
         self._dt = extra_s + self._step_time(chunk, n_dec)
         return self._dt
 
@@ -211,24 +210,49 @@ class Replica:
             return self.times.prefill_s(tokens, prompt)
         return self.times.mixed_s(n_dec, context, tokens, prompt)
 
-    def _need(self, rid: int) -> float:
-        """KV slots a request holds when admitted (prompt + generated so far, or its whole context)."""
+    def _tokens(self, rid: int) -> int:
+        """KV tokens a request holds when admitted (prompt + generated so far, or its whole context)."""
         b = self.book
-        tokens = b.inp[rid] + b.out[rid] if self.lim.reserve_full else b.inp[rid] + max(b.gen[rid] - 1, 0)
-        return tokens + self.waste
+        return b.inp[rid] + b.out[rid] if self.lim.reserve_full else b.inp[rid] + max(b.gen[rid] - 1, 0)
+
+    def _slots(self, tokens: int) -> float:
+        """KV slots of ``tokens`` in whole pages, plus the sequence's fixed recurrent state."""
+        block = self.lim.block_tokens
+        return -(-tokens // block) * block + self.lim.state_tokens
+
+    def _growth(self) -> int:
+        """Slots this step's decodes allocate: one page for each running sequence whose pages are full.
+
+        A sequence that joined at decode step j holding c0 tokens needs a page before decode step t
+        exactly when c0 + (t − j) is a multiple of the page size; ``phase`` counts running sequences
+        by (c0 − j) mod page, so the count is one lookup (no per-sequence work)."""
+        if self.lim.reserve_full:
+            return 0
+        block = self.lim.block_tokens
+        return self.phase[-self.dsteps % block] * block
+
+    def _release(self, rid: int, join: int, held: float) -> float:
+        """Slots a leaving sequence frees (its pages now), and its phase entry."""
+        c0 = self.c0.pop(rid)
+        if self.lim.reserve_full:
+            return held
+        self.phase[(c0 - join) % self.lim.block_tokens] -= 1
+        return self._slots(c0 + self.dsteps - join)
 
     def _admit_ready(self, now: float) -> float:
         """Requests whose KV exists elsewhere (swapped out, or handed off by a prefill replica)."""
         cost = 0.0
         b, lim = self.book, self.lim
-        growth = 0 if lim.reserve_full else 1
         while self.ready and len(self.running) + len(self.prefilling) < lim.max_seqs:
             rid = self.ready[0]
-            need = self._need(rid)
-            if self.kv_used + need + growth * (len(self.running) + 1) > lim.kv_tokens:
+            tokens = self._tokens(rid)
+            need = self._slots(tokens)
+            own = lim.block_tokens if not lim.reserve_full and tokens % lim.block_tokens == 0 else 0
+            if self.kv_used + need + self._growth() + own > lim.kv_tokens:  # room for this step's pages too
                 break
             self.ready.popleft()
             self.kv_used += need
+            self.c0[rid] = tokens
             if b.scheduled_s[rid] != b.scheduled_s[rid]:
                 b.scheduled_s[rid] = now
             if rid in self.swapped:  # a KV hand-off already paid its transfer on the way in
@@ -252,13 +276,15 @@ class Replica:
         admit = not self._preempted
         while admit and budget > 0 and self.waiting and len(self.running) + len(self.prefilling) < lim.max_seqs:
             rid = self.waiting[0]
-            need = self._need(rid)
+            tokens = self._tokens(rid)
+            need = self._slots(tokens)
             work = self._prefill_work(rid)
             if self.kv_used + need + growth > lim.kv_tokens or (not lim.chunked and chunk and work > budget):
                 break
             self.waiting.popleft()
             self.kv_used += need
             self.held[rid] = need
+            self.c0[rid] = tokens
             if b.scheduled_s[rid] != b.scheduled_s[rid]:
                 b.scheduled_s[rid] = now
             self.prefilling.append(rid)
@@ -280,21 +306,22 @@ class Replica:
         """Preempt the newest running sequences until every running one gets its next KV slot."""
         cost = 0.0
         b = self.book
-        while self.running and self.kv_used + len(self.running) > self.lim.kv_tokens:
+        while self.running and self.kv_used + self._growth() > self.lim.kv_tokens:
             rid = next(reversed(self.running))
             join, base = self.running.pop(rid)
             grown = self.dsteps - join
+            freed = self._release(rid, join, base)
             b.gen[rid] += grown
             if grown:  # it decoded here since joining: its last token came with the last decode step
                 b.last_s[rid] = self.last_decode_s
             self.fresh.pop(rid, None)
-            self.kv_used -= base + grown
+            self.kv_used -= freed
             self.ctx2 -= 2 * b.inp[rid] + b.out[rid]
             b.epoch[rid] += 1
             b.preemptions[rid] += 1
             self._preempted += 1
             if self.lim.swap:
-                cost += (base + grown) * self.lim.swap_s_per_token
+                cost += freed * self.lim.swap_s_per_token
                 self.swapped.add(rid)
                 self.ready.appendleft(rid)
             else:
@@ -355,7 +382,7 @@ class Replica:
                 continue
             join, base = self.running.pop(rid)
             self.ctx2 -= 2 * b.inp[rid] + b.out[rid]
-            self.kv_used -= base if self.lim.reserve_full else base + (self.dsteps - join)
+            self.kv_used -= self._release(rid, join, base)
             b.gen[rid] = b.out[rid]
             b.finish_s[rid] = t
             finished.append(rid)
@@ -372,6 +399,7 @@ class Replica:
         held = self.held.pop(rid)
         if b.gen[rid] >= b.out[rid] or self.role == "prefill":
             self.kv_used -= held
+            self.c0.pop(rid, None)
             if b.gen[rid] >= b.out[rid]:
                 b.finish_s[rid] = t
                 finished.append(rid)
@@ -384,5 +412,7 @@ class Replica:
         b = self.book
         self.running[rid] = (self.dsteps, held)
         self.fresh[rid] = None
+        if not self.lim.reserve_full:
+            self.phase[(self.c0[rid] - self.dsteps) % self.lim.block_tokens] += 1
         self.ctx2 += 2 * b.inp[rid] + b.out[rid]
         heapq.heappush(self.heap, (self.dsteps + b.out[rid] - b.gen[rid], rid, b.epoch[rid]))

@@ -14,7 +14,7 @@ from gpuplan.perf.layout import Layout
 from gpuplan.sim.capacity import max_rate_under_slo
 from gpuplan.sim.config import Disaggregation, SimConfig, Slo
 from gpuplan.sim.metrics import SimSummary, summarise
-from gpuplan.sim.simulator import SimResult, simulate
+from gpuplan.sim.simulator import SimResult, _Loop, simulate
 from gpuplan.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
 
 Builder = Callable[..., ReplicaModel]
@@ -146,3 +146,34 @@ def test_capacity_keeps_up_with_the_rate_the_sample_realised(build_replica: Buil
     at_five = summarise(simulate(replica, generate(spec.model_copy(update={"arrival": ArrivalSpec(rate_rps=5.0)}))))
     assert (at_five.ttft.p99_ms or 0) < 500 and (at_five.tpot.p99_ms or 0) < 30  # 5 req/s meets the SLO
     assert found.feasible and found.rate_rps > 5.0
+
+
+@pytest.mark.parametrize("reservation", ["current", "full"])
+@pytest.mark.parametrize("preemption", ["recompute", "swap"])
+def test_kv_pages_are_all_returned_and_never_overfilled(
+    build_replica: Builder, reservation: str, preemption: str
+) -> None:
+    replica = build_replica(Layout(gpu_memory_utilization=0.3), context=2200)
+    config = SimConfig(kv_reservation=reservation, preemption=preemption)  # type: ignore[arg-type]
+    loop_requests = generate(workload(rate=50.0, n=300, inp=1000, out=1000))
+    loop = _Loop(replica, loop_requests, config)
+    assert loop.run() is None
+    for rep in loop.replicas:
+        assert rep.kv_used == pytest.approx(0.0, abs=1e-6) and not any(rep.phase) and not rep.c0
+        assert max(rep.timeline.kv_fraction) <= 1.0 + 1e-12
+
+
+def test_large_pages_hold_fewer_short_requests(build_replica: Builder) -> None:
+    # 100-token requests in 1,024-token pages take a whole page each: the pool holds kv_tokens // 1024
+    # of them at once, not kv_tokens // 100.
+    replica = build_replica(Layout(gpu_memory_utilization=0.3), context=200)
+    spec = WorkloadSpec(
+        arrival=ArrivalSpec(kind="closed_loop", concurrency=4000),
+        input_tokens=LengthDist(value=60),
+        output_tokens=LengthDist(value=40),
+        num_requests=8000,
+    )
+    pages = int(replica.memory.kv_tokens // 1024)
+    big, fine = (SimConfig(block_size_tokens=b, kv_reservation="full", max_num_seqs=100_000) for b in (1024, 16))
+    assert max(simulate(replica, generate(spec), big).timelines[0].decode) == pages
+    assert max(simulate(replica, generate(spec), fine).timelines[0].decode) > 5 * pages
