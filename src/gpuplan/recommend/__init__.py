@@ -98,19 +98,17 @@ def _shown(ranked: Sequence[Plan], best_per_gpu: Sequence[Plan]) -> list[Plan]:
 
 
 def _ranked_out(best_per_gpu: Sequence[Plan], shown: Sequence[Plan]) -> list[Rejection]:
-    """GPU types with a feasible plan that ranked below the ``MAX_PLANS`` shown."""
+    """GPU types with a feasible plan that ranked below the ``MAX_PLANS`` shown: one line each, its best plan."""
     listed = {p.gpu for p in shown}
-    return [
-        Rejection(
-            gpu=p.gpu,
-            kind="cost",
-            reason=f"feasible, but its best plan ({p.count}x{p.gpu}"
-            + (f", ${p.usd_per_hour:,.2f}/h" if p.usd_per_hour is not None else "")
-            + f") ranks below the {MAX_PLANS} shown",
-        )
-        for p in best_per_gpu
-        if p.gpu not in listed
-    ]
+    out: list[Rejection] = []
+    for p in best_per_gpu:  # each type's best plan comes first in this list
+        if p.gpu in listed:
+            continue
+        listed.add(p.gpu)
+        price = f", ${p.usd_per_hour:,.2f}/h" if p.usd_per_hour is not None else ""
+        reason = f"feasible, but its best plan ({p.count}x{p.gpu}{price}) ranks below the {MAX_PLANS} shown"
+        out.append(Rejection(gpu=p.gpu, kind="cost", reason=reason))
+    return out
 
 
 def _unpriced(plans: Sequence[Plan], winners: set[str]) -> list[Rejection]:

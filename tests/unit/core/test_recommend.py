@@ -186,8 +186,10 @@ def test_plans_span_gpu_types_and_the_rest_are_listed_as_ranked_out(llama8b: Mod
     costs = [p.usd_per_hour or math.inf for p in rec.plans]
     assert len(rec.plans) == 10 and costs == sorted(costs)
     shown = {p.gpu for p in rec.plans}
-    ranked_out = {r.gpu for r in rec.rejected if r.kind == "cost"}
-    assert ranked_out and not ranked_out & shown
+    ranked_out = [r.gpu for r in rec.rejected if r.kind == "cost"]
+    assert ranked_out and not set(ranked_out) & shown
+    assert len(ranked_out) == len(set(ranked_out))  # one line per GPU type
+    assert len({r.gpu for r in rec.rejected}) == len(rec.rejected)
     assert all("ranks below the 10 shown" in r.reason for r in rec.rejected if r.kind == "cost")
 
 
