@@ -160,3 +160,28 @@ def test_flags_beside_a_scenario_are_refused_not_ignored(user_error: UserError, 
     scenario = _write(tmp_path / "s.yaml", "model: meta-llama/Llama-3.1-8B\nhardware: {gpu: H100-SXM}\n"
                       "workload: {input_tokens: 512, output_tokens: 128, concurrency: 8}\n")
     assert "--gpu would be ignored" in user_error("fit", "--scenario", str(scenario), "--gpu", "T4")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--tp", "0"], "--tp must be >= 1, got 0"),
+        (["--gpu", "NOPE"], "unknown GPU 'NOPE'"),
+        (["--weight-dtype", "fp9"], "unknown dtype 'fp9'"),
+    ],
+)
+def test_calibrate_labels_must_be_real(user_error: UserError, flags: list[str], expected: str) -> None:
+    assert expected in user_error("calibrate", str(RESULTS_CSV), *flags)
+
+
+def test_empty_lists_and_bad_inventory(user_error: UserError, tmp_path: Path) -> None:
+    line = user_error("recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "512",
+                      "--output-tokens", "128", "--rate", "1", "--gpus", ",,")
+    assert "--gpus ',,' names nothing" in line
+    fleet = _write(tmp_path / "f.yaml", FLEET % "sla: {tpot_ms: 100}")
+    fractional = _write(tmp_path / "inv.json", '{"totals": [{"product": "A10", "available": 2.7}]}')
+    assert "totals[0].available must be a whole number >= 0, got 2.7" in user_error(
+        "fleet", str(fleet), "--inventory", str(fractional)
+    )
+    other = _write(tmp_path / "other.json", '{"x": 1}')
+    assert "missing key 'totals'" in user_error("fleet", str(fleet), "--inventory", str(other))

@@ -147,6 +147,7 @@ def calibrate(
     from gpuplan.calibrate.service import calibrate_rows, gather_rows
 
     shape = fmt(format)
+    _check_deployment(catalog, gpu=gpu, engine=engine, tp=tp, weight_dtype=weight_dtype)
     deployment = {"gpu": gpu, "engine": engine, "tp": tp, "num_gpus": tp, "weight_dtype": weight_dtype}
     rows, notes, data = gather_rows(results, from_store, store, tuple(run or ()), deployment)
     if rows_out is not None:
@@ -160,6 +161,23 @@ def calibrate(
         render.emit_json(outcome)
         return
     _calibration_tables(outcome)
+
+
+def _check_deployment(
+    catalog: CatalogOpt, *, gpu: str | None, engine: str | None, tp: int, weight_dtype: str | None
+) -> None:
+    """The serving-run flags name a real GPU, engine and dtype, and tp >= 1 (they label measurements)."""
+    from gpuplan.dtypes import get_dtype
+    from gpuplan.perf.engines import get_engine
+
+    if tp < 1:
+        raise UserInputError(f"--tp must be >= 1, got {tp}", hint="e.g. --tp 1")
+    if gpu is not None:
+        catalog_from(catalog).get_gpu(gpu)
+    if engine is not None:
+        get_engine(engine)
+    if weight_dtype is not None:
+        get_dtype(weight_dtype)
 
 
 def _calibration_tables(o: dict[str, Any]) -> None:

@@ -245,6 +245,9 @@ def _scenario_from_flags(
             "recommend needs a scenario file, --example, or --model, --input-tokens and "
             "--output-tokens with --rate or --concurrency"
         )
+    for flag, text in (("--gpus", gpus), ("--dtypes", dtypes)):
+        if text is not None and not any(part.strip() for part in text.split(",")):
+            raise UserInputError(f"{flag} {text!r} names nothing", hint=f"leave {flag} out for the default")
     doc = {
         "model": model,
         "engine": engine,

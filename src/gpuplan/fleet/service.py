@@ -88,21 +88,27 @@ def owned_units(items: list[InventoryItem], catalog: Catalog) -> dict[str, int]:
 
 def inventory_items(path: Path) -> list[InventoryItem]:
     """Free GPUs of a ``gpuplan k8s inventory --format json`` file as inventory items."""
+    expected = "expected 'gpuplan k8s inventory --format json' output: {\"totals\": [{\"product\", \"available\"}]}"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         rows = doc["totals"]
-        return [
-            InventoryItem(
-                gpu=r["product"], mig_profile=r.get("mig_profile"), count=max(int(r["available"]), 0)
-            )
-            for r in rows
-        ]
+        return [_inventory_item(r, path, i) for i, r in enumerate(rows)]
     except (OSError, UnicodeDecodeError) as exc:
         raise FileFormatError(f"cannot read inventory {path}: {exc}") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FileFormatError(
-            f"{path}: not a 'gpuplan k8s inventory --format json' document ({type(exc).__name__}: {exc})"
-        ) from None
+    except ValueError as exc:
+        raise FileFormatError(f"{path}: not JSON ({exc})", hint=expected) from None
+    except KeyError as exc:
+        raise FileFormatError(f"{path}: missing key {exc}", hint=expected) from None
+    except TypeError:
+        raise FileFormatError(f"{path}: wrong shape", hint=expected) from None
+
+
+def _inventory_item(row: dict[str, object], path: Path, index: int) -> InventoryItem:
+    available = row["available"]
+    if not isinstance(available, int) or isinstance(available, bool) or available < 0:
+        raise FileFormatError(f"{path}: totals[{index}].available must be a whole number >= 0, got {available!r}")
+    mig = row.get("mig_profile")
+    return InventoryItem(gpu=str(row["product"]), mig_profile=None if mig is None else str(mig), count=available)
 
 
 def training_allocations(spec: FleetSpec, catalog: Catalog) -> list[TrainingAllocation]:
