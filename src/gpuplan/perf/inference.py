@@ -225,12 +225,7 @@ def _prefill_share_s(step: StepModel, mem: InferenceMemory, w: InferenceWorkload
 def chunked_prefill_s(step: StepModel, prompt_tokens: int) -> float:
     """One prompt alone: engines split it into chunks of at most max batched tokens, each a pass over
     the weights (vLLM chunked prefill, TensorRT-LLM max_num_tokens); the simulator does the same."""
-    if prompt_tokens <= 0:
-        return 0.0
-    chunk = max(step.chunk_tokens, 1)
-    full, rest = divmod(prompt_tokens, chunk)
-    time_s = full * step.prefill_s(tokens=chunk, prompt_tokens=prompt_tokens) if full else 0.0
-    return time_s + (step.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0)
+    return step.lone_prefill_s(prompt_tokens) if prompt_tokens > 0 else 0.0
 
 
 def _single(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
@@ -277,14 +272,15 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
     """Open-loop steady state (module docstring); returns inf latencies when the replica is overloaded."""
     rate = w.rate_rps or 0.0
     cap = _capacity(step, mem, w)
-    running = 1.0
-    for _ in range(FIXED_POINT_ITERATIONS):
+    alone = chunked_prefill_s(step, w.input_tokens)
+    running, busy, tpot = 1.0, 0.0, 0.0
+    for _ in range(FIXED_POINT_ITERATIONS):  # TTFT is a small share of E2E: iterate on the lone prefill
         prefill = _prefill_share_s(step, mem, w, max(running, 1.0))
         busy = rate * prefill
         if busy >= 1.0:
             return OVERLOADED, OVERLOADED, 0.0, cap
         tpot = step.decode_s(batch=max(running, 1.0), context=_mean_context(w)) / (1.0 - busy)
-        ttft = _own_prefill_s(step, w, running) / (1.0 - busy) + _step_boundary_wait_s(running, tpot)
+        ttft = alone / (1.0 - busy) + _step_boundary_wait_s(running, tpot)
         new_running = rate * (ttft + max(w.output_tokens - 1, 0) * tpot)
         if new_running > cap:
             return OVERLOADED, OVERLOADED, 0.0, cap
@@ -292,14 +288,14 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
         running = new_running
         if converged:
             break
+    ttft = _own_prefill_s(step, w, running, alone) / (1.0 - busy) + _step_boundary_wait_s(running, tpot)
     return ttft, tpot, rate * w.output_tokens, running
 
 
-def _own_prefill_s(step: StepModel, w: InferenceWorkload, running: float) -> float:
+def _own_prefill_s(step: StepModel, w: InferenceWorkload, running: float, alone: float) -> float:
     """The steps that carry one prompt: its own chunks, each with the decodes of the requests running
     (a prompt's first token waits for its whole step, not for its share of a packed chunk). Alone it
-    is exactly the single-request prefill, and it never shrinks as the load grows."""
-    alone = chunked_prefill_s(step, w.input_tokens)
+    is exactly the single-request prefill (``alone``), and it never shrinks as the load grows."""
     if running <= 1.0 or w.input_tokens <= 0:
         return alone
     chunk = min(w.input_tokens, max(step.chunk_tokens, 1))
