@@ -4,6 +4,7 @@ field or file and a non-zero exit, never a traceback (and never a silent wrong a
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -185,3 +186,12 @@ def test_empty_lists_and_bad_inventory(user_error: UserError, tmp_path: Path) ->
     )
     other = _write(tmp_path / "other.json", '{"x": 1}')
     assert "missing key 'totals'" in user_error("fleet", str(fleet), "--inventory", str(other))
+
+
+def test_servers_name_the_host_or_port_they_cannot_use(user_error: UserError) -> None:
+    assert "--host '999.1.1.1' does not resolve" in user_error("web", "--host", "999.1.1.1", "--port", "18799")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        assert f"cannot listen on 127.0.0.1:{port}" in user_error("mock-server", "--port", port)

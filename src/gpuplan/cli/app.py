@@ -7,6 +7,7 @@ Exit codes: 0 ok, 1 user input error, 2 infeasible (nothing fits / meets the SLA
 from __future__ import annotations
 
 import functools
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -67,6 +68,24 @@ def _os_error_line(exc: OSError) -> str:
     if exc.filename is not None:
         return f"cannot use {exc.filename}: {reason} (check the path: an existing folder, a file name)"
     return f"{reason} (check --host / --port / --url, or the file paths given)"
+
+
+def check_listen_address(host: str, port: int) -> None:
+    """UserInputError naming --host or --port when a server could not listen there (checked by binding
+    once and letting go, before the server starts and fails inside its own event loop)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise UserInputError(f"--host {host!r} does not resolve ({exc})", hint="e.g. --host 127.0.0.1") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers themselves do
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise UserInputError(
+                f"cannot listen on {host}:{port} ({exc.strerror or exc})",
+                hint="choose another --port (0 picks a free one where supported) or --host",
+            ) from None
 
 
 def fmt(value: str) -> Format:

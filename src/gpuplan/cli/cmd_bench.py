@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from gpuplan.cli import render
-from gpuplan.cli.app import app, fmt, guarded
+from gpuplan.cli.app import app, check_listen_address, fmt, guarded
 from gpuplan.errors import UserInputError
 
 __all__ = ["app"]
@@ -36,6 +36,8 @@ def mock_server(
     """Serve a mock OpenAI-compatible API (/v1/completions, /v1/chat/completions) with set latencies."""
     from gpuplan.bench.mock import MockConfig, run
 
+    if 0 <= port < 65536:  # out-of-range ports are the config's own error below
+        check_listen_address(host, port)
     config = MockConfig(
         host=host, port=port, ttft_ms=ttft_ms, itl_ms=itl_ms, max_concurrency=max_concurrency,
         error_500_rate=error_500_rate, error_429_rate=error_429_rate, drop_rate=drop_rate,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.cli.app import CatalogOpt, app, catalog_from, guarded
+from gpuplan.cli.app import CatalogOpt, app, catalog_from, check_listen_address, guarded
 from gpuplan.cli.render import console
 from gpuplan.errors import UserInputError
 
@@ -26,6 +26,7 @@ def web_cmd(
     """Serve the web page (plans, charts, GPU comparison) and the JSON API; OpenAPI at /docs."""
     if not 0 < port < 65536:
         raise UserInputError(f"--port {port} is not a TCP port (1-65535)")
+    check_listen_address(host, port)
     try:
         uvicorn = importlib.import_module("uvicorn")
         create_app = importlib.import_module("gpuplan.web").create_app
