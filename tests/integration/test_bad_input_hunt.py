@@ -195,3 +195,9 @@ def test_servers_name_the_host_or_port_they_cannot_use(user_error: UserError) ->
         taken.listen()
         port = str(taken.getsockname()[1])
         assert f"cannot listen on 127.0.0.1:{port}" in user_error("mock-server", "--port", port)
+
+
+def test_training_recommend_refuses_serving_flags(user_error: UserError) -> None:
+    line = user_error("recommend", "--task", "finetune", "--model", "Qwen/Qwen2.5-7B-Instruct", "--seq-len", "2048",
+                      "--tokens", "1e8", "--rate", "5", "--budget", "10")
+    assert "--rate, --budget would be ignored by --task finetune" in line

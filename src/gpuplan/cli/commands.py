@@ -181,6 +181,11 @@ def recommend(
 
     With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
     if task in ("train", "finetune"):
+        _refuse_serving_flags(
+            task, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
+            ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget,
+            scenario=scenario,
+        )  # fmt: skip
         recommend_training(
             task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
             gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
@@ -213,6 +218,16 @@ def recommend(
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, sc, cat, rec)
+
+
+def _refuse_serving_flags(task: str, **flags: object) -> None:
+    """Training plans take model, method, seq-len, tokens, GPUs and objective; serving flags would be ignored."""
+    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
+    if given:
+        raise UserInputError(
+            f"{', '.join(given)} would be ignored by --task {task} (a serving request's flags)",
+            hint="training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective",
+        )
 
 
 def _refuse_flags_with_a_document(**flags: object) -> None:
