@@ -65,6 +65,13 @@ def scenario_sla(sc: ScenarioFile) -> Sla:
     return Sla.model_validate(sc.sla.model_dump())
 
 
+def _check_generation(model: ModelSpec, sc: ScenarioFile) -> None:
+    """The model generates, and prompt + answer fit its window unless ``max_model_len`` says otherwise."""
+    check_generative(model)
+    if sc.max_model_len is None:
+        check_context_window(model, sc.workload.input_tokens + sc.workload.output_tokens)
+
+
 def recommend_from_scenario(
     sc: ScenarioFile,
     catalog: Catalog,
@@ -75,9 +82,7 @@ def recommend_from_scenario(
 ) -> Recommendation:
     """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``."""
     model = spec or get_model(sc.model)
-    check_generative(model)
-    if sc.max_model_len is None:
-        check_context_window(model, sc.workload.input_tokens + sc.workload.output_tokens)
+    _check_generation(model, sc)
     target = ServingTarget(
         input_tokens=sc.workload.input_tokens,
         output_tokens=sc.workload.output_tokens,
@@ -162,9 +167,7 @@ def predict_from_scenario(
     )
     if workload.scenario == "rate" and workload.rate_rps is None:
         raise UserInputError("workload.scenario 'rate' needs workload.rate_rps", hint="e.g. rate_rps: 5")
-    check_generative(model)
-    if sc.max_model_len is None:
-        check_context_window(model, workload.input_tokens + workload.output_tokens)
+    _check_generation(model, sc)
     prediction = predict_inference(model, gpu, layout, workload, cal=cal, max_model_len=sc.max_model_len)
     price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
     per_hour = price * layout.num_gpus if price else None

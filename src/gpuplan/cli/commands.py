@@ -80,9 +80,10 @@ def fit_cmd(
     """Does it fit? Memory breakdown per GPU and the KV capacity left for requests (or, for a training
     scenario, weights, gradients, optimizer states and activations per GPU)."""
     if scenario is not None:
-        _refuse_flags_with_a_document(
-            model=model, gpu=gpu, tp=tp, kv_dtype=kv_dtype, context=context, utilization=utilization
-        )
+        _refuse_flags(
+            DOCUMENT_IS_THE_REQUEST, model=model, gpu=gpu, tp=tp, kv_dtype=kv_dtype, context=context,
+            utilization=utilization,
+        )  # fmt: skip
         _fit_scenario(scenario, catalog, fmt(format), plot)
         return
     if not (model and gpu):
@@ -181,10 +182,10 @@ def recommend(
 
     With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
     if task in ("train", "finetune"):
-        _refuse_serving_flags(
-            task, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
-            ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget,
-            scenario=scenario,
+        _refuse_flags(
+            (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS), input_tokens=input_tokens,
+            output_tokens=output_tokens, rate=rate, concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+            ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget, scenario=scenario,
         )  # fmt: skip
         recommend_training(
             task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
@@ -194,8 +195,8 @@ def recommend(
     if task != "infer":
         raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
     if example or scenario is not None:
-        _refuse_flags_with_a_document(
-            model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate,
+        _refuse_flags(
+            DOCUMENT_IS_THE_REQUEST, model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate,
             concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms,
             tpot_p99_ms=tpot_p99_ms, gpus=gpus, budget=budget,
         )  # fmt: skip
@@ -220,24 +221,20 @@ def recommend(
         plots.write_recommendation_plot(plot, sc, cat, rec)
 
 
-def _refuse_serving_flags(task: str, **flags: object) -> None:
-    """Training plans take model, method, seq-len, tokens, GPUs and objective; serving flags would be ignored."""
-    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
-    if given:
-        raise UserInputError(
-            f"{', '.join(given)} would be ignored by --task {task} (a serving request's flags)",
-            hint="training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective",
-        )
+DOCUMENT_IS_THE_REQUEST = (
+    ": a scenario file (or --example) is the whole request",
+    "put the values in the file, or drop the file and use flags only",
+)
+TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
 
 
-def _refuse_flags_with_a_document(**flags: object) -> None:
-    """A scenario file (or --example) is the whole request: planning flags beside it would be ignored."""
+def _refuse_flags(why: tuple[str, str], **flags: object) -> None:
+    """Flags given (not None) that this request would ignore are an error, never silently dropped;
+    ``why`` is (what follows "would be ignored", the hint)."""
     given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
     if given:
-        raise UserInputError(
-            f"{', '.join(given)} would be ignored: a scenario file (or --example) is the whole request",
-            hint="put the values in the file, or drop the file and use flags only",
-        )
+        reason, hint = why
+        raise UserInputError(f"{', '.join(given)} would be ignored{reason}", hint=hint)
 
 
 def _scenario_from_flags(

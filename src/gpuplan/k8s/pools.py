@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.catalog import Catalog
 from gpuplan.fleet.planner import FleetPlan, Tier, tier_of
+from gpuplan.fleet.spec import DNS_LABEL
 from gpuplan.fleet.units import PoolUnit, mig_unit, whole_gpu_unit
 from gpuplan.k8s.labels import product_label
 from gpuplan.recommend.request import GpuOffer, Plan
@@ -30,10 +31,6 @@ PLAN_HEADROOM = 0.85
 MEMORY_LABEL_FLOOR = 0.9
 """GFD's nvidia.com/gpu.memory is nvidia-smi's MiB total (ECC and reservations vary); a node
 matches when it reports at least 90 % of the nominal size."""
-
-
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-"""RFC 1123 label: what Kubernetes accepts as a namespace and in object names and label values."""
 
 
 class PoolDeployment(BaseModel):

@@ -15,9 +15,10 @@ from gpuplan.catalog import Catalog
 from gpuplan.errors import FileFormatError, UserInputError
 from gpuplan.fleet.planner import FleetPlan
 from gpuplan.fleet.service import parse_fleet, plan_from_spec
+from gpuplan.fleet.spec import DNS_LABEL
 from gpuplan.k8s.engines import Engine
 from gpuplan.k8s.manifests import Obj, render
-from gpuplan.k8s.pools import DNS_LABEL, PoolDeployment, from_fleet, from_plan
+from gpuplan.k8s.pools import PoolDeployment, from_fleet, from_plan
 from gpuplan.k8s.validate import schema_available, validate_schema
 from gpuplan.recommend.request import Recommendation
 from gpuplan.scenario import describe_validation_error

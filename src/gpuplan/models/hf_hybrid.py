@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpuplan.dtypes import get_dtype
 from gpuplan.models.config_reader import ConfigReader
 from gpuplan.models.hf_common import Core, Fields, read_core
 from gpuplan.models.spec import KvGroup, MoeSpec
@@ -53,11 +54,16 @@ def _pattern(r: ConfigReader) -> str:
     return pattern
 
 
-def _mamba_params(r: ConfigReader, hidden: int) -> int:
-    """One Mamba-2 mixer (see module docstring)."""
+def _mamba_dims(r: ConfigReader) -> tuple[int, int, int]:
+    """(heads, inner width d = heads × head_dim, conv channels d + 2·n_groups·ssm_state_size)."""
     heads = r.integer("mamba_num_heads")
     inner = heads * r.integer("mamba_head_dim")
-    conv = inner + 2 * r.integer("n_groups", 1) * r.integer("ssm_state_size")
+    return heads, inner, inner + 2 * r.integer("n_groups", 1) * r.integer("ssm_state_size")
+
+
+def _mamba_params(r: ConfigReader, hidden: int) -> int:
+    """One Mamba-2 mixer (see module docstring)."""
+    heads, inner, conv = _mamba_dims(r)
     proj_bias = r.flag("use_bias", r.flag("mamba_proj_bias", False))
     in_proj = hidden * (inner + conv + heads) + ((inner + conv + heads) if proj_bias else 0)
     conv1d = conv * (r.integer("conv_kernel", 4) + (1 if r.flag("use_conv_bias", True) else 0))
@@ -65,17 +71,14 @@ def _mamba_params(r: ConfigReader, hidden: int) -> int:
     return in_proj + conv1d + 3 * heads + inner + out_proj
 
 
-STATE_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "auto": 2}
-"""Bytes per element of ``mamba_ssm_cache_dtype`` ("auto" = the 16-bit model dtype, vLLM's default)."""
-
-
 def _mamba_state_bytes(r: ConfigReader) -> float:
-    """One sequence's state in one Mamba-2 layer: SSM state (its cache dtype) + conv state (16-bit)."""
-    heads, head_dim = r.integer("mamba_num_heads"), r.integer("mamba_head_dim")
-    state = r.integer("ssm_state_size")
-    conv = heads * head_dim + 2 * r.integer("n_groups", 1) * state
-    ssm_bytes = STATE_DTYPE_BYTES.get(r.text("mamba_ssm_cache_dtype") or "auto", 2)
-    return heads * head_dim * state * ssm_bytes + conv * (r.integer("conv_kernel", 4) - 1) * 2
+    """One sequence's state in one Mamba-2 layer: SSM state in ``mamba_ssm_cache_dtype`` ("auto", vLLM's
+    default, is the 16-bit model dtype) + conv state in 16 bits."""
+    _, inner, conv = _mamba_dims(r)
+    cache_dtype = r.text("mamba_ssm_cache_dtype") or "auto"
+    ssm_bytes = get_dtype("bf16" if cache_dtype == "auto" else cache_dtype).bytes_per_element
+    conv_bytes = get_dtype("bf16").bytes_per_element
+    return inner * r.integer("ssm_state_size") * ssm_bytes + conv * (r.integer("conv_kernel", 4) - 1) * conv_bytes
 
 
 def _moe(r: ConfigReader, core: Core, n_moe: int) -> tuple[MoeSpec | None, int]:

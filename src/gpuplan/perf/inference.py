@@ -198,7 +198,7 @@ def _busy_replicas(w: InferenceWorkload, replicas: int) -> float:
     """Replicas with work: one request at a time keeps one busy, C < replicas requests keep C busy."""
     if w.scenario == "single":
         return 1.0
-    load = w.concurrency if w.scenario == "concurrency" else w.batch_size if w.scenario == "static_batch" else None
+    load = {"concurrency": w.concurrency, "static_batch": w.batch_size}.get(w.scenario)
     return float(replicas) if load is None else min(float(replicas), load)
 
 
@@ -222,14 +222,8 @@ def _prefill_share_s(step: StepModel, mem: InferenceMemory, w: InferenceWorkload
     return step.prefill_s(tokens=tokens, prompt_tokens=w.input_tokens) * w.input_tokens / tokens
 
 
-def chunked_prefill_s(step: StepModel, prompt_tokens: int) -> float:
-    """One prompt alone: engines split it into chunks of at most max batched tokens, each a pass over
-    the weights (vLLM chunked prefill, TensorRT-LLM max_num_tokens); the simulator does the same."""
-    return step.lone_prefill_s(prompt_tokens) if prompt_tokens > 0 else 0.0
-
-
 def _single(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[float, float, float, float]:
-    ttft = chunked_prefill_s(step, w.input_tokens)
+    ttft = step.lone_prefill_s(w.input_tokens)  # in chunks, as the engine (and the simulator) runs it
     tpot = step.decode_s(batch=1, context=_mean_context(w))
     e2e = ttft + max(w.output_tokens - 1, 0) * tpot
     rate = 1.0 / tpot if w.input_tokens == 0 else w.output_tokens / max(e2e, 1e-12)
@@ -272,7 +266,7 @@ def _rate(step: StepModel, mem: InferenceMemory, w: InferenceWorkload) -> tuple[
     """Open-loop steady state (module docstring); returns inf latencies when the replica is overloaded."""
     rate = w.rate_rps or 0.0
     cap = _capacity(step, mem, w)
-    alone = chunked_prefill_s(step, w.input_tokens)
+    alone = step.lone_prefill_s(w.input_tokens)
     running, busy, tpot = 1.0, 0.0, 0.0
     for _ in range(FIXED_POINT_ITERATIONS):  # TTFT is a small share of E2E: iterate on the lone prefill
         prefill = _prefill_share_s(step, mem, w, max(running, 1.0))

@@ -224,12 +224,14 @@ class StepModel:
     def lone_prefill_s(self, prompt_tokens: int) -> float:
         """One prompt alone, split into chunks of at most ``chunk_tokens`` (vLLM chunked prefill,
         TensorRT-LLM max_num_tokens), each a pass over the weights; memoised per prompt length."""
+        if prompt_tokens <= 0:
+            return 0.0
         key = ("lone", prompt_tokens)
         if key not in self._memo:
             full, rest = divmod(prompt_tokens, max(self.chunk_tokens, 1))
             time_s = full * self.prefill_s(tokens=self.chunk_tokens, prompt_tokens=prompt_tokens) if full else 0.0
             rest_s = self.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0
-            self._memo[key] = time_s + rest_s if prompt_tokens > 0 else 0.0
+            self._memo[key] = time_s + rest_s
         return self._memo[key]
 
     def _prefill_attention_flops(self, tokens: float, prompt_tokens: float) -> float:

@@ -57,8 +57,9 @@ def recommend(
     ranked = rank(plans, objective)
     best_per_gpu = _best_per_gpu(ranked)
     shown = _shown(ranked, best_per_gpu)
-    rejected = _rejections(misses, over, {p.gpu for p in ranked}, budget)
-    rejected += _unpriced(unpriced, {p.gpu for p in ranked}) + _ranked_out(best_per_gpu, shown)
+    winners = {p.gpu for p in ranked}
+    rejected = _rejections(misses, over, winners, budget)
+    rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown)
     if not ranked:
         nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
         reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]

@@ -38,7 +38,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
 from gpuplan.bench.load.record import RequestRecord
 from gpuplan.errors import BenchmarkError, UserInputError
@@ -122,7 +122,7 @@ class Store:
             with self.engine.begin() as conn:
                 if conn.execute(select(meta.c.value).where(meta.c.key == "schema")).first() is None:
                     conn.execute(insert(meta).values(key="schema", value=str(SCHEMA_VERSION)))
-        except (OperationalError, DatabaseError) as exc:
+        except DatabaseError as exc:  # OperationalError (cannot open) and "file is not a database"
             raise BenchmarkError(
                 f"cannot open the results store {self.url}: {exc.orig}",
                 hint="point --store at a gpuplan SQLite file or a new path",

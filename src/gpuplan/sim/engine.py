@@ -142,12 +142,11 @@ class Replica:
         self.ready: deque[int] = deque()
         self.prefilling: deque[int] = deque()
         self.pf_left: dict[int, int] = {}
-        self.running: dict[int, tuple[int, float]] = {}
+        self.running: dict[int, int] = {}  # request -> decode step it joined at
         self.heap: list[tuple[int, int, int]] = []
         self.dsteps = 0
         self.ctx2 = 0
         self.kv_used = 0.0
-        self.held: dict[int, float] = {}
         self.busy_until = math.inf
         self.timeline = Timeline()
         self._chunk: list[tuple[int, int]] = []
@@ -231,11 +230,11 @@ class Replica:
         block = self.lim.block_tokens
         return self.phase[-self.dsteps % block] * block
 
-    def _release(self, rid: int, join: int, held: float) -> float:
-        """Slots a leaving sequence frees (its pages now), and its phase entry."""
+    def _release(self, rid: int, join: int) -> float:
+        """Slots a leaving sequence frees (its pages now, or all it reserved), and its phase entry."""
         c0 = self.c0.pop(rid)
         if self.lim.reserve_full:
-            return held
+            return self._slots(c0)
         self.phase[(c0 - join) % self.lim.block_tokens] -= 1
         return self._slots(c0 + self.dsteps - join)
 
@@ -258,7 +257,7 @@ class Replica:
             if rid in self.swapped:  # a KV hand-off already paid its transfer on the way in
                 self.swapped.discard(rid)
                 cost += need * lim.swap_s_per_token
-            self._join(rid, need)
+            self._join(rid)
         return cost
 
     def _plan_prefill(self, budget: int, now: float, growth: int) -> list[tuple[int, int]]:
@@ -283,7 +282,6 @@ class Replica:
                 break
             self.waiting.popleft()
             self.kv_used += need
-            self.held[rid] = need
             self.c0[rid] = tokens
             if b.scheduled_s[rid] != b.scheduled_s[rid]:
                 b.scheduled_s[rid] = now
@@ -308,9 +306,9 @@ class Replica:
         b = self.book
         while self.running and self.kv_used + self._growth() > self.lim.kv_tokens:
             rid = next(reversed(self.running))
-            join, base = self.running.pop(rid)
+            join = self.running.pop(rid)
             grown = self.dsteps - join
-            freed = self._release(rid, join, base)
+            freed = self._release(rid, join)
             b.gen[rid] += grown
             if grown:  # it decoded here since joining: its last token came with the last decode step
                 b.last_s[rid] = self.last_decode_s
@@ -380,9 +378,9 @@ class Replica:
             _, rid, epoch = heapq.heappop(heap)
             if epoch != b.epoch[rid] or rid not in self.running:
                 continue
-            join, base = self.running.pop(rid)
+            join = self.running.pop(rid)
             self.ctx2 -= 2 * b.inp[rid] + b.out[rid]
-            self.kv_used -= self._release(rid, join, base)
+            self.kv_used -= self._release(rid, join)
             b.gen[rid] = b.out[rid]
             b.finish_s[rid] = t
             finished.append(rid)
@@ -396,21 +394,19 @@ class Replica:
             self.timeline.rejoin_t_s.append(t)
             self.timeline.rejoin_gap_s.append(t - b.last_s[rid])
         b.last_s[rid] = t
-        held = self.held.pop(rid)
         if b.gen[rid] >= b.out[rid] or self.role == "prefill":
-            self.kv_used -= held
-            self.c0.pop(rid, None)
+            self.kv_used -= self._slots(self.c0.pop(rid))
             if b.gen[rid] >= b.out[rid]:
                 b.finish_s[rid] = t
                 finished.append(rid)
             else:
                 handoff.append(rid)
             return
-        self._join(rid, held)
+        self._join(rid)
 
-    def _join(self, rid: int, held: float) -> None:
+    def _join(self, rid: int) -> None:
         b = self.book
-        self.running[rid] = (self.dsteps, held)
+        self.running[rid] = self.dsteps
         self.fresh[rid] = None
         if not self.lim.reserve_full:
             self.phase[(self.c0[rid] - self.dsteps) % self.lim.block_tokens] += 1

@@ -126,8 +126,7 @@ def summarise(result: SimResult, *, slo: Slo | None = None, warmup_fraction: flo
     window = max(end - start, 1e-12)
     outputs = result.output_tokens[mask][done]
     inputs = result.input_tokens[mask][done]
-    dt, batch, kv = _step_arrays(result, start)
-    itl, weights = _gap_arrays(result, start)
+    dt, batch, kv, itl, weights = _step_arrays(result, start)
     goodput = attainment = None
     if slo is not None and not slo.empty:
         met = _slo_met(lat, slo)
@@ -166,16 +165,14 @@ def _joined(result: SimResult, name: str) -> FloatArray:
     return np.concatenate([np.asarray(getattr(t, name), dtype=np.float64) for t in result.timelines])
 
 
-def _step_arrays(result: SimResult, start: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """(step seconds, decoding sequences, KV fraction) of the steps ending after ``start``."""
+def _step_arrays(
+    result: SimResult, start: float
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Of the steps ending after ``start``: seconds, decoding sequences, KV fraction; and the
+    inter-token gaps after ``start`` with how many tokens waited each (module docstring)."""
     keep = _joined(result, "t_s") > start
-    return _joined(result, "dt_s")[keep], _joined(result, "decode")[keep], _joined(result, "kv_fraction")[keep]
-
-
-def _gap_arrays(result: SimResult, start: float) -> tuple[FloatArray, FloatArray]:
-    """Inter-token gaps after ``start`` and how many tokens waited each (module docstring)."""
-    ends, rejoined = _joined(result, "t_s"), _joined(result, "rejoin_t_s")
-    keep, keep_rejoined = ends > start, rejoined > start
-    gaps = np.concatenate([_joined(result, "gap_s")[keep], _joined(result, "rejoin_gap_s")[keep_rejoined]])
-    weights = np.concatenate([_joined(result, "gap_n")[keep], np.ones(int(keep_rejoined.sum()))])
-    return gaps, weights
+    rejoined = _joined(result, "rejoin_t_s") > start
+    gaps = np.concatenate([_joined(result, "gap_s")[keep], _joined(result, "rejoin_gap_s")[rejoined]])
+    weights = np.concatenate([_joined(result, "gap_n")[keep], np.ones(int(rejoined.sum()))])
+    steps = (_joined(result, "dt_s")[keep], _joined(result, "decode")[keep], _joined(result, "kv_fraction")[keep])
+    return (*steps, gaps, weights)

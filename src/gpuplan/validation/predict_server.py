@@ -53,7 +53,7 @@ SEED = 2024
 BISECTION_STEPS = 8
 """2^-8 of the bracket (< 0.6 % of the analytic maximum): finer than the rows' own run-to-run spread."""
 _CONSTRAINT = re.compile(r"(ttft|tpot|e2e)_p99_ms\s*<=\s*([0-9.]+)")
-_LATENCY_METRIC = re.compile(r"^(ttft|tpot|e2e)_ms_(mean|p50|p90|p95|p99)$")
+LATENCY_METRIC = re.compile(r"^(ttft|tpot|e2e)_ms_(mean|p50|p90|p95|p99)$")
 _THROUGHPUT = ("requests_per_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu")
 _CONFIG = SimConfig(warmup_fraction=WARMUP_FRACTION, record_timeline=False)
 
@@ -98,7 +98,7 @@ class _SimulatedRow:
 
     @classmethod
     def of(cls, case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> _SimulatedRow:
-        latency = _LATENCY_METRIC.match(case.metric)
+        latency = LATENCY_METRIC.match(case.metric)
         if case.metric not in _THROUGHPUT and latency is None:
             raise Skip(f"metric {case.metric} is not predicted by the simulator")
         inp, out = row_lengths(case)

@@ -30,6 +30,13 @@ def workload(rate: float, n: int, inp: int, out: int, *, seed: int = 0, cv: floa
     )
 
 
+def fixed(arrival: ArrivalSpec, *, inp: int, out: int, n: int) -> WorkloadSpec:
+    """``n`` requests of exactly ``inp`` prompt and ``out`` answer tokens."""
+    return WorkloadSpec(
+        arrival=arrival, input_tokens=LengthDist(value=inp), output_tokens=LengthDist(value=out), num_requests=n
+    )
+
+
 def token_weighted_tpot_ms(result: SimResult) -> float:
     """Σ(last − first token) / Σ(output − 1) over completed requests: what the pooled ITL mean must be."""
     done = np.isfinite(result.finish_s) & (result.output_tokens > 1)
@@ -69,12 +76,7 @@ def test_itl_mean_is_the_token_weighted_tpot_even_when_tokens_stall(case: str, b
 
 def test_preemption_never_overfills_the_pool_nor_readmits_its_victim_at_once(build_replica: Builder) -> None:
     replica = build_replica(Layout(), context=1200)
-    spec = WorkloadSpec(
-        arrival=ArrivalSpec(kind="closed_loop", concurrency=1024),
-        input_tokens=LengthDist(value=128),
-        output_tokens=LengthDist(value=1024),
-        num_requests=3072,
-    )
+    spec = fixed(ArrivalSpec(kind="closed_loop", concurrency=1024), inp=128, out=1024, n=3072)
     current = summarise(simulate(replica, generate(spec), SimConfig(kv_reservation="current")), warmup_fraction=0.3)
     full = summarise(simulate(replica, generate(spec), SimConfig(kv_reservation="full")), warmup_fraction=0.3)
     assert current.preemptions > 0 and full.preemptions == 0
@@ -86,12 +88,7 @@ def test_preemption_never_overfills_the_pool_nor_readmits_its_victim_at_once(bui
 def test_round_robin_rotates_each_pool_on_its_own(build_replica: Builder) -> None:
     replica = build_replica(Layout(replicas=4))
     config = SimConfig(router="round_robin", disaggregation=Disaggregation(prefill_replicas=2, decode_replicas=2))
-    spec = WorkloadSpec(
-        arrival=ArrivalSpec(kind="poisson", rate_rps=5.0),
-        input_tokens=LengthDist(value=1000),
-        output_tokens=LengthDist(value=50),
-        num_requests=400,
-    )
+    spec = fixed(ArrivalSpec(kind="poisson", rate_rps=5.0), inp=1000, out=50, n=400)
     result = simulate(replica, generate(spec), config)
     prefill = [sum(t.prefill_tokens) for t in result.timelines[:2]]
     decode = [sum(t.decode) for t in result.timelines[2:]]
@@ -135,12 +132,7 @@ def test_capacity_keeps_up_with_the_rate_the_sample_realised(build_replica: Buil
     """Seed 0 with 500 requests realises ~91 % of the nominal rate; judging keep-up against the
     nominal rate failed every probe and reported ~0.1 % of the real capacity."""
     replica = build_replica(Layout(), context=2400)
-    spec = WorkloadSpec(
-        arrival=ArrivalSpec(kind="poisson", rate_rps=1.0),
-        input_tokens=LengthDist(value=2000),
-        output_tokens=LengthDist(value=300),
-        num_requests=500,
-    )
+    spec = fixed(ArrivalSpec(kind="poisson", rate_rps=1.0), inp=2000, out=300, n=500)
     slo = Slo(ttft_p99_ms=500, tpot_p99_ms=30)
     found = max_rate_under_slo(replica, spec, slo, SimConfig(record_timeline=False))
     at_five = summarise(simulate(replica, generate(spec.model_copy(update={"arrival": ArrivalSpec(rate_rps=5.0)}))))
@@ -167,12 +159,7 @@ def test_large_pages_hold_fewer_short_requests(build_replica: Builder) -> None:
     # 100-token requests in 1,024-token pages take a whole page each: the pool holds kv_tokens // 1024
     # of them at once, not kv_tokens // 100.
     replica = build_replica(Layout(gpu_memory_utilization=0.3), context=200)
-    spec = WorkloadSpec(
-        arrival=ArrivalSpec(kind="closed_loop", concurrency=4000),
-        input_tokens=LengthDist(value=60),
-        output_tokens=LengthDist(value=40),
-        num_requests=8000,
-    )
+    spec = fixed(ArrivalSpec(kind="closed_loop", concurrency=4000), inp=60, out=40, n=8000)
     pages = int(replica.memory.kv_tokens // 1024)
     big, fine = (SimConfig(block_size_tokens=b, kv_reservation="full", max_num_seqs=100_000) for b in (1024, 16))
     assert max(simulate(replica, generate(spec), big).timelines[0].decode) == pages
