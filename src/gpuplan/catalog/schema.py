@@ -54,6 +54,20 @@ class MigProfile(_Frozen):
     max_instances: int = Field(ge=1)
 
 
+class PowerReference(_Frozen):
+    """A sibling part on the same die that runs at its spec clocks within its TDP (the SXM board).
+
+    A board with a lower TDP than its sibling but a higher spec peak per watt cannot hold its spec
+    clocks in long GEMMs: dynamic power is about (FLOP rate x energy per FLOP), and energy per FLOP is
+    a property of the die. ``gpuplan.perf.roofline.power_limited_fraction`` turns the two TDPs and
+    peaks into the share of the spec peak the board sustains.
+    """
+
+    gpu: str = Field(description="id of the sibling (e.g. H100-SXM for H100-PCIe)")
+    tdp_watts: float = Field(gt=0, description="the sibling's TDP")
+    bf16_tflops: float = Field(gt=0, description="the sibling's dense 16-bit tensor peak")
+
+
 class GpuSpec(_Frozen):
     """One accelerator SKU, in SI units."""
 
@@ -76,6 +90,9 @@ class GpuSpec(_Frozen):
     dense_tflops: DenseTflops
     interconnect: Interconnect
     tdp_watts: float | None = Field(default=None, gt=0)
+    power_reference: PowerReference | None = Field(
+        default=None, description="same-die sibling at full power, for power-capped boards (PCIe, NVL)"
+    )
     mig_profiles: tuple[MigProfile, ...] = ()
     aliases: tuple[str, ...] = ()
     notes: str = ""
@@ -88,6 +105,10 @@ class GpuSpec(_Frozen):
             required.append("tdp_watts")
         if self.mig_profiles:
             required.append("mig_profiles")
+        if self.power_reference is not None:
+            required.append("power_reference")
+            if self.tdp_watts is None:
+                raise ValueError(f"GPU {self.id}: power_reference needs this GPU's own tdp_watts")
         missing = [f for f in required if not any(k == f or k.startswith(f + ".") for k in self.sources)]
         if missing:
             raise ValueError(

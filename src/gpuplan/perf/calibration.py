@@ -23,6 +23,11 @@ Physical meaning, so that a factor fitted on one GPU transfers to another of the
 * ``expert_efficiency``: routed-expert work (streaming the touched experts and their GEMMs) relative
   to dense layers: grouped GEMMs over many small per-expert batches reach a lower share of the peak.
   A calibration file without it reads as 1 (experts cost what dense layers cost).
+* ``power_limit_exponent``: how much of a power-capped board's linear power bound
+  (``roofline.power_limited_fraction``: PCIe and NVL boards against their SXM sibling) shows up in
+  its GEMM rate: achieved peak = spec peak x bound ** exponent. 1 = power scales with clock alone;
+  about 1/3 = power ~ f·V² with the voltage following the clock. Memory-bound decode draws less
+  power and is not capped. A calibration file without it reads as 0 (no cap).
 
 The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
 """
@@ -71,6 +76,9 @@ class Calibration(BaseModel):
     """Weight-streaming / GEMM-math overlap loss κ (module docstring); 0 for files that predate it."""
     expert_efficiency: float = Field(default=1.0, gt=0, le=1)
     """Routed-expert work relative to dense GEMMs (module docstring); 1 for files that predate it."""
+    power_limit_exponent: float = Field(default=0.0, ge=0, le=1)
+    """How much of a power-capped board's power bound reaches its GEMM rate (module docstring); 0 for
+    files that predate it."""
     provenance: FitProvenance
 
     @model_validator(mode="after")

@@ -65,6 +65,24 @@ def sixteen_bit_peak_flops(gpu: GpuSpec) -> float:
     return (gpu.tflops("bf16") or gpu.dense_tflops.fp16) * TFLOPS
 
 
+def power_limited_fraction(gpu: GpuSpec) -> float:
+    """Share of the spec tensor peak a power-capped board could hold in long GEMMs, before the fitted
+    exponent (``Calibration.power_limit_exponent``) softens it.
+
+    At the GEMM-saturating regime board power ~ FLOP rate x energy per FLOP, and energy per FLOP is a
+    property of the die, so the same-die sibling that runs its spec peak within its TDP
+    (``GpuSpec.power_reference``, the SXM board) fixes it. A board with TDP ``P`` and spec peak ``F``
+    then sustains at most ``(P / P_ref) / (F / F_ref)`` of ``F`` (H100-NVL: (400/700) / (835.5/989.5)
+    = 0.68; A100-80GB-PCIe: 300/400 = 0.75). Lower clocks also lower the voltage, so the real loss is
+    smaller than this linear bound: the exponent, fitted on the PCIe/NVL rows, says how much.
+    """
+    ref = gpu.power_reference
+    if ref is None or gpu.tdp_watts is None:
+        return 1.0
+    own_peak = gpu.tflops("bf16") or gpu.dense_tflops.fp16
+    return min(1.0, (gpu.tdp_watts / ref.tdp_watts) / (own_peak / ref.bf16_tflops))
+
+
 PCIE_GEN3_BYTES_PER_S = 32e9
 """Fallback host link (PCIe 3.0 x16, bidirectional) when the catalog gives none."""
 
@@ -113,7 +131,8 @@ class StepModel:
         max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
         eng = cal.engine(layout.engine)
-        eta_c = cal.compute(gpu.family) * eng * (cal.low_precision_compute_scale if low else 1.0)
+        power = power_limited_fraction(gpu) ** cal.power_limit_exponent
+        eta_c = cal.compute(gpu.family) * eng * power * (cal.low_precision_compute_scale if low else 1.0)
         weights = weight_bytes_per_gpu(
             model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
         )
@@ -126,7 +145,7 @@ class StepModel:
             gpu=gpu,
             layout=layout,
             gemm_flops_per_s=peak * eta_c,
-            attn_flops_per_s=sixteen_bit_peak_flops(gpu) * cal.compute(gpu.family) * eng,
+            attn_flops_per_s=sixteen_bit_peak_flops(gpu) * cal.compute(gpu.family) * eng * power,
             bytes_per_s=gpu.memory_bandwidth_bytes_per_s * cal.bandwidth(gpu.family) * eng,
             dense_weight_bytes=weights.dense_linear + weights.embeddings,
             routed_weight_bytes=weights.routed_experts,

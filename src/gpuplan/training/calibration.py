@@ -14,6 +14,10 @@
 * ``hop_latency_s[link]``: latency of one ring step.
 * ``dequant_bandwidth_efficiency``: fraction of HBM bandwidth the nf4→bf16 dequantisation of a
   QLoRA base reaches (it re-reads and writes the base weights on every pass).
+* ``power_limit_exponent``: the inference model's factor of the same name
+  (``gpuplan.perf.calibration``): a power-capped board (PCIe, NVL) reaches
+  ``roofline.power_limited_fraction ** exponent`` of its spec GEMM peak. No A/B training row runs on a
+  capped board, so the value is copied from the inference fit rather than fitted here.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class TrainingCalibration(BaseModel):
     ib_bytes_per_s_per_gpu: float = Field(gt=0)
     hop_latency_s: dict[str, float]
     dequant_bandwidth_efficiency: float = Field(gt=0, le=1)
+    power_limit_exponent: float = Field(default=0.0, ge=0, le=1)
     provenance: FitProvenance
 
     def mfu_for(self, family: str, dtype: str) -> float:

@@ -22,16 +22,23 @@ from gpuplan.catalog import Catalog
 from gpuplan.errors import GpuplanError
 from gpuplan.models import get_model
 from gpuplan.perf.calibration import DEFAULT_FAMILY, Calibration, FitProvenance
-from gpuplan.perf.roofline import tp_link
+from gpuplan.perf.roofline import power_limited_fraction, tp_link
 from gpuplan.validation.cases import Case
 from gpuplan.validation.predict import predict_case
 
 MIN_ROWS_PER_FACTOR = 3
 DIFF_STEP = 0.02
 """Relative finite-difference step in log space (2 %): predictions are piecewise smooth."""
-PRIOR_SIGMA = {"step_overhead_s": 1.0, "layer_overhead_s": 1.0, "hop_latency_s": 1.0, "overlap_loss": 1.0}
-"""Prior width in log space: 0.25 (≈ ±28 %) for efficiencies, 1.0 (≈ ×2.7) for latencies and for the
-overlap loss, whose prior (0.5: half-way between a pure roofline and no overlap) is only a guess."""
+PRIOR_SIGMA = {
+    "step_overhead_s": 1.0,
+    "layer_overhead_s": 1.0,
+    "hop_latency_s": 1.0,
+    "overlap_loss": 1.0,
+    "power_limit_exponent": 1.0,
+}
+"""Prior width in log space: 0.25 (≈ ±28 %) for efficiencies, 1.0 (≈ ×2.7) for latencies, for the
+overlap loss, whose prior (0.5: half-way between a pure roofline and no overlap) is only a guess, and
+for the power-limit exponent (physically between 1/3 and 1)."""
 DEFAULT_PRIOR_SIGMA = 0.25
 FACTOR_BOUNDS = (0.02, 1.0)
 TIME_BOUNDS_S = {
@@ -72,6 +79,8 @@ def _row_params(case: Case, catalog: Catalog) -> list[Param]:
         params += [("link_efficiency", ""), ("hop_latency_s", tp_link(gpu, tp)[0])]
     if _is_moe(case.get("model")):
         params.append(("expert_efficiency", ""))
+    if power_limited_fraction(gpu) < 1.0:
+        params.append(("power_limit_exponent", ""))
     return params
 
 

@@ -317,3 +317,17 @@ def test_prices_csv_has_the_documented_header() -> None:
 def test_readme_documents_the_allowlist() -> None:
     readme = Path(str(resources.files("gpuplan.catalog").joinpath("README.md"))).read_text(encoding="utf-8")
     assert all(gpu_id in readme for gpu_id in NO_ON_DEMAND_PRICE)
+
+
+def test_power_references_match_the_referenced_gpu(catalog: Catalog) -> None:
+    """A power-capped board names its full-power sibling; the copied TDP and 16-bit peak must be the
+    sibling's own catalog values, and the sibling the same die (architecture string)."""
+    capped = [g for g in (catalog.get_gpu(i) for i in catalog.gpu_ids()) if g.power_reference is not None]
+    assert {g.id for g in capped} == {"H100-PCIe", "H100-NVL", "H200-NVL", "A100-40GB-PCIe", "A100-80GB-PCIe"}
+    for gpu in capped:
+        ref = gpu.power_reference
+        assert ref is not None
+        sibling = catalog.get_gpu(ref.gpu)
+        assert (ref.tdp_watts, ref.bf16_tflops) == (sibling.tdp_watts, sibling.dense_tflops.bf16), gpu.id
+        assert sibling.architecture == gpu.architecture, gpu.id
+        assert gpu.tdp_watts is not None and gpu.tdp_watts < sibling.tdp_watts, gpu.id

@@ -357,3 +357,21 @@ def test_import_does_no_io(tmp_path: Path) -> None:
         env={"PYTHONPATH": str(src), CONFIG_DIR_ENV: str(tmp_path), "PATH": ""},
     )
     assert result.stdout.strip() == "0"
+
+
+def test_power_reference_needs_a_source_and_the_gpus_own_tdp(tmp_path: Path, empty_config: Path) -> None:
+    ref = "{gpu: H100-SXM, tdp_watts: 700.0, bf16_tflops: 989.5}"
+    with pytest.raises(FileFormatError, match="no source URL for power_reference"):
+        _load_extra(tmp_path, empty_config, f"gpus:\n  - {{id: L40S, power_reference: {ref}}}\n")
+    with pytest.raises(FileFormatError, match="power_reference needs this GPU's own tdp_watts"):
+        _load_extra(
+            tmp_path,
+            empty_config,
+            f"gpus:\n  - {{id: A10G, power_reference: {ref}, sources: {{power_reference: {H100_URL}}}}}\n",
+        )
+    capped = _load_extra(
+        tmp_path,
+        empty_config,
+        f"gpus:\n  - {{id: L40S, power_reference: {ref}, sources: {{power_reference: {H100_URL}}}}}\n",
+    ).get_gpu("L40S")
+    assert capped.power_reference is not None and capped.power_reference.tdp_watts == 700.0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any
 
 import pytest
+import yaml
 
 from gpuplan.errors import DataError
 from gpuplan.perf.calibration import (
@@ -122,3 +124,10 @@ def test_negative_efficiency_in_a_map_is_refused(field: str) -> None:
     with pytest.raises(DataError) as info:
         parse_calibration(raw, origin="my.yaml")
     assert field in str(info.value)
+
+
+def test_a_calibration_file_without_the_power_exponent_applies_no_cap() -> None:
+    data = yaml.safe_load(resources.files("gpuplan.perf").joinpath("data/calibration.yaml").read_text())
+    del data["power_limit_exponent"]
+    assert parse_calibration(data, origin="old.yaml").power_limit_exponent == 0.0
+    assert 1 / 3 <= default_calibration().power_limit_exponent <= 1.0  # fitted within the physical range

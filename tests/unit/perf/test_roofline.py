@@ -104,3 +104,44 @@ def test_expert_efficiency_slows_only_the_routed_part(h100: GpuSpec) -> None:
         assert slow_s < 2 * fast_s
     same = [StepModel.build(dense, h100, Layout(), c).decode_s(batch=32, context=1000) for c in (base, slow)]
     assert same[0] == same[1]
+
+
+# --- power-capped boards ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "expected"),
+    [
+        ("H100-NVL", (400 / 700) / (835.5 / 989.5)),  # 0.677: 400 W board, 84 % of the SXM's peak
+        ("H100-PCIe", (350 / 700) / (756.5 / 989.5)),  # 0.654
+        ("A100-80GB-PCIe", 300 / 400),  # same 312 TFLOPS as the 400 W SXM
+        ("A100-40GB-PCIe", 250 / 400),
+        ("H200-NVL", 1.0),  # 600 W for 84 % of the peak: above the SXM's FLOP per watt, not capped
+        ("H100-SXM", 1.0),  # the reference itself
+        ("L40S", 1.0),  # no same-die reference in the catalog
+    ],
+)
+def test_power_limited_fraction_by_hand(gpu_id: str, expected: float) -> None:
+    from gpuplan.catalog import default_catalog
+    from gpuplan.perf.roofline import power_limited_fraction
+
+    assert power_limited_fraction(default_catalog().get_gpu(gpu_id)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_power_cap_slows_gemm_math_but_not_weight_streaming(llama8b: ModelSpec) -> None:
+    from gpuplan.catalog import default_catalog
+    from gpuplan.perf.roofline import power_limited_fraction
+
+    nvl = default_catalog().get_gpu("H100-NVL")
+    cal = default_calibration()
+    capped = StepModel.build(llama8b, nvl, Layout(), cal.model_copy(update={"power_limit_exponent": 1.0}))
+    free = StepModel.build(llama8b, nvl, Layout(), cal.model_copy(update={"power_limit_exponent": 0.0}))
+    ratio = power_limited_fraction(nvl)
+    assert capped.gemm_flops_per_s == pytest.approx(free.gemm_flops_per_s * ratio, rel=1e-12)
+    assert capped.attn_flops_per_s == pytest.approx(free.attn_flops_per_s * ratio, rel=1e-12)
+    assert capped.bytes_per_s == free.bytes_per_s
+    # A batch-1 decode step streams weights: the cap leaves it (almost) unchanged; a long prefill is math.
+    decode = capped.decode_s(batch=1, context=512) / free.decode_s(batch=1, context=512)
+    prefill = capped.prefill_s(tokens=8192, prompt_tokens=8192) / free.prefill_s(tokens=8192, prompt_tokens=8192)
+    assert decode < 1.02
+    assert prefill > 1 / ratio * 0.9
