@@ -141,9 +141,10 @@ class _Loop:
     def _seed_arrivals(self) -> None:
         clients = self.req.closed_loop_concurrency
         if clients is not None:
+            gap_s = self.req.closed_loop_ramp_s / clients
             for rid in range(min(clients, len(self.req))):
-                heapq.heappush(self.pending, (0.0, 0, rid))
-                self.book.arrival_s[rid] = 0.0
+                heapq.heappush(self.pending, (rid * gap_s, 0, rid))
+                self.book.arrival_s[rid] = rid * gap_s
             self.next_open = min(clients, len(self.req))
 
     def _route(self, pool: list[Replica], which: str) -> Replica:

@@ -91,12 +91,19 @@ class LengthDist(_Frozen):
 class ArrivalSpec(_Frozen):
     """``poisson`` / ``gamma`` at ``rate_rps`` (gamma: coefficient of variation ``cv`` of the gaps,
     > 1 is bursty), ``closed_loop`` with ``concurrency`` clients (a client sends its next request when
-    the last one finishes, no think time), or ``trace`` (times from the trace file)."""
+    the last one finishes, no think time), or ``trace`` (times from the trace file).
+
+    ``ramp_up_s`` (closed loop only): client ``i`` of ``C`` sends its first request at ``i·ramp_up_s/C``
+    instead of all at 0. With identical requests a loop started all at once stays in lock-step (every
+    request of a wave prefills together, forever); real loops drift apart through answer lengths and
+    timing jitter. A ramp of one request's E2E starts the clients evenly spread over their cycle, the
+    state such a loop settles in."""
 
     kind: Literal["poisson", "gamma", "closed_loop", "trace"] = "poisson"
     rate_rps: float | None = Field(default=None, gt=0, le=1e7)
     cv: float = Field(default=1.0, gt=0, le=100)
     concurrency: int | None = Field(default=None, ge=1, le=1_000_000)
+    ramp_up_s: float = Field(default=0.0, ge=0, le=1e7)
 
     @model_validator(mode="after")
     def _needs(self) -> ArrivalSpec:
@@ -104,6 +111,8 @@ class ArrivalSpec(_Frozen):
             raise ValueError(f"{self.kind} arrivals need rate_rps > 0")
         if self.kind == "closed_loop" and self.concurrency is None:
             raise ValueError("closed_loop arrivals need concurrency >= 1")
+        if self.ramp_up_s and self.kind != "closed_loop":
+            raise ValueError(f"ramp_up_s applies to closed_loop arrivals only, not {self.kind}")
         return self
 
 
@@ -125,6 +134,8 @@ class Requests:
     input_tokens: IntArray
     output_tokens: IntArray
     closed_loop_concurrency: int | None = None
+    closed_loop_ramp_s: float = 0.0
+    """Closed loop: the clients' first requests are spread evenly over this many seconds."""
 
     def __len__(self) -> int:
         return int(self.input_tokens.shape[0])
@@ -142,7 +153,13 @@ def generate(spec: WorkloadSpec, trace: Requests | None = None) -> Requests:
     outputs = spec.output_tokens.sample(rng, n)
     arrival = spec.arrival
     if arrival.kind == "closed_loop":
-        return Requests(np.full(n, np.nan), inputs, outputs, closed_loop_concurrency=arrival.concurrency)
+        return Requests(
+            np.full(n, np.nan),
+            inputs,
+            outputs,
+            closed_loop_concurrency=arrival.concurrency,
+            closed_loop_ramp_s=arrival.ramp_up_s,
+        )
     return Requests(arrival_times(arrival, rng, n), inputs, outputs)
 
 

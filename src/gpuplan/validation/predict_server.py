@@ -6,7 +6,8 @@
 * latency rows (``ttft_ms_p99``, ``tpot_ms_p50``, ``e2e_ms_p99`` …) of ``server``/``rate``: simulated at
   the row's ``request_rate`` and read off at the named statistic;
 * ``concurrency`` rows: the simulator's closed loop, C clients each sending its next request when the
-  last one finishes (``predict_closed_loop_case``).
+  last one finishes (``predict_closed_loop_case``), started spread over one analytic request cycle
+  (``ArrivalSpec.ramp_up_s``) so that fixed-length requests do not run in lock-step.
 
 Replicas of a row are identical and MLPerf's harness spreads queries evenly, so one replica is
 simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson), or with ``C / replicas``
@@ -80,7 +81,10 @@ def predict_closed_loop_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Ca
     ``WARMUP_FRACTION`` of requests (the first waves, all prefilling at once) left out."""
     row = _SimulatedRow.of(case, model, gpu, cal)
     clients = max(round((case.float_field("concurrency") or 1.0) / row.replicas), 1)
-    summary = row.run(ArrivalSpec(kind="closed_loop", concurrency=clients), CLOSED_LOOP_REQUESTS_PER_CLIENT * clients)
+    arrival = ArrivalSpec(kind="closed_loop", concurrency=clients, ramp_up_s=row.cycle_s(clients))
+    summary = row.run(arrival, CLOSED_LOOP_REQUESTS_PER_CLIENT * clients)
+    if row.latency is not None and is_llmperf_itl(case):
+        return _statistic(summary, "e2e", "mean") / row.output_tokens
     if row.latency is not None:
         return _statistic(summary, *row.latency.groups())
     return _throughput(case, summary.requests_per_s * row.replicas, row.output_tokens)
@@ -115,9 +119,30 @@ class _SimulatedRow:
             seed=SEED,
         )
 
+    def cycle_s(self, clients: int) -> float:
+        """One client's request cycle (E2E) in the analytic closed loop, by Little's law: the ramp that
+        starts ``clients`` evenly spread over it (``ArrivalSpec.ramp_up_s``)."""
+        loop = InferenceWorkload(
+            scenario="concurrency",
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            concurrency=clients,
+        )
+        tokens_per_s = self.replica.run(loop)[2]
+        return clients * self.output_tokens / tokens_per_s if tokens_per_s > 0 else 0.0
+
     def run(self, arrival: ArrivalSpec, requests: int) -> SimSummary:
         run = simulate(self.replica, generate(self.workload(arrival, requests)), _CONFIG)
         return summarise(run, warmup_fraction=WARMUP_FRACTION)
+
+
+def is_llmperf_itl(case: Case) -> bool:
+    """A ``tpot_ms_mean`` row transcribed from llmperf's "inter-token latency". llmperf sums every gap
+    between streamed chunks *including the first* (the TTFT) and divides by the output tokens
+    (``token_benchmark_ray.py``: ``INTER_TOKEN_LAT /= num_output_tokens``), so it reads E2E / tokens,
+    not (E2E − TTFT) / (tokens − 1); the row is predicted the way the source computed it."""
+    notes = case.get("notes")
+    return case.metric == "tpot_ms_mean" and "llmperf" in notes and "source metric itl_ms_mean" in notes
 
 
 def _throughput(case: Case, requests_per_s: float, out: int) -> float:

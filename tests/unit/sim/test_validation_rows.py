@@ -68,3 +68,15 @@ def test_mlperf_rows_take_the_benchmark_lengths_over_their_own() -> None:
     assert row_lengths(case) == (294, 294)
     plain = _case("output_tokens_per_s", concurrency=1)
     assert row_lengths(plain) == (512, 128)
+
+
+def test_llmperf_inter_token_latency_is_e2e_over_tokens() -> None:
+    # llmperf divides the sum of all chunk gaps, the first one (TTFT) included, by the output tokens.
+    note = "source metric itl_ms_mean (inter-token latency) mapped to tpot | llmperf over HTTP"
+    llmperf = _case("tpot_ms_mean", concurrency=8, notes=note)
+    itl = predict_case(llmperf, default_catalog(), default_calibration()).predicted
+    e2e = predict_case(_case("e2e_ms_mean", concurrency=8), default_catalog(), default_calibration()).predicted
+    tpot = predict_case(_case("tpot_ms_mean", concurrency=8), default_catalog(), default_calibration()).predicted
+    assert itl is not None and e2e is not None and tpot is not None
+    assert itl == pytest.approx(e2e / 128, rel=1e-9)
+    assert itl > tpot  # the TTFT spread over the tokens
