@@ -122,6 +122,14 @@ def matmul_flops_per_token(spec: ModelSpec) -> float:
     return 2.0 * (counts.active - counts.embedding - counts.lm_head + head)
 
 
+def lm_head_flops_per_token(spec: ModelSpec) -> float:
+    """The LM-head part of ``matmul_flops_per_token`` (``2 × vocab × embed_dim``; 0 for encoders).
+    Serving engines compute logits only at the positions they sample: a prompt pays it once, at its
+    last token (vLLM gathers the sampled positions, TensorRT-LLM's ``gather_context_logits`` is off
+    by default), a decode step once per sequence."""
+    return 2.0 * spec.vocab_size * _embed_dim(spec) if _has_lm_head(spec) else 0.0
+
+
 def routed_flops_per_token(spec: ModelSpec) -> float:
     """Forward FLOPs one token spends in its top-k routed experts (part of ``matmul_flops_per_token``)."""
     if spec.moe is None:

@@ -117,6 +117,7 @@ class StepModel:
     overhead_s: float
     prefill_launch_s: float
     matmul_flops_per_token: float
+    lm_head_flops_per_token: float
     engine: EngineProfile
     max_seqs: int
     chunk_tokens: int
@@ -155,6 +156,7 @@ class StepModel:
             overhead_s=cal.overhead(layout.engine),
             prefill_launch_s=cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
+            lm_head_flops_per_token=arith.lm_head_flops_per_token(model),
             engine=engine,
             max_seqs=max_seqs,
             chunk_tokens=chunk,
@@ -236,7 +238,7 @@ class StepModel:
 
     def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
         """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
-        gemm = tokens * self.matmul_flops_per_token
+        gemm = self._prefill_gemm_flops(tokens, prompt_tokens)
         stage = self._stage_s(tokens, gemm, self._prefill_attention_flops(tokens, prompt_tokens), 0.0)
         return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
 
@@ -252,6 +254,12 @@ class StepModel:
             rest_s = self.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0
             self._memo[key] = time_s + rest_s
         return self._memo[key]
+
+    def _prefill_gemm_flops(self, tokens: float, prompt_tokens: float) -> float:
+        """Weight-matmul FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens``: every
+        token but the LM head, which runs once per prompt (its last token, the one sampled)."""
+        head = self.lm_head_flops_per_token
+        return tokens * (self.matmul_flops_per_token - head) + tokens / max(prompt_tokens, 1.0) * head
 
     def _prefill_attention_flops(self, tokens: float, prompt_tokens: float) -> float:
         """Attention FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens`` (causal)."""
@@ -275,7 +283,7 @@ class StepModel:
         ctx = max(int(context), 1)
         stage = self._stage_s(
             micro + prefill_tokens,
-            (micro + prefill_tokens) * self.matmul_flops_per_token,
+            micro * self.matmul_flops_per_token + self._prefill_gemm_flops(prefill_tokens, prompt_tokens),
             micro * self._cached("attn", ctx) + self._prefill_attention_flops(prefill_tokens, prompt_tokens),
             micro * self._cached("kv", ctx),
         )

@@ -20,18 +20,23 @@ def _step(model: ModelSpec, gpu: GpuSpec, kappa: float) -> StepModel:
     return StepModel.build(model, gpu, Layout(), cal)
 
 
-def _gemm_terms_s(step: StepModel, tokens: int) -> tuple[float, float]:
-    """(weight streaming, GEMM math) seconds of a step of ``tokens`` tokens, by hand."""
+LLAMA_8B_LM_HEAD = 128_256 * 4096  # untied: as large as the input embedding
+
+
+def _gemm_terms_s(step: StepModel, tokens: int, *, prompts: int = 0) -> tuple[float, float]:
+    """(weight streaming, GEMM math) seconds of a step of ``tokens`` tokens, by hand: decode tokens
+    (``prompts`` = 0) each run the LM head; a prefill of ``prompts`` prompts runs it once per prompt."""
     stream_s = step.dense_weight_bytes / step.bytes_per_s
-    math_s = tokens * 2 * (LLAMA_8B_PARAMS - LLAMA_8B_INPUT_EMBEDDING) / step.gemm_flops_per_s
-    return stream_s, math_s
+    body = LLAMA_8B_PARAMS - LLAMA_8B_INPUT_EMBEDDING - LLAMA_8B_LM_HEAD
+    flops = 2 * body * tokens + 2 * LLAMA_8B_LM_HEAD * (prompts if prompts else tokens)
+    return stream_s, flops / step.gemm_flops_per_s
 
 
 @pytest.mark.parametrize("tokens", [64, 512, 4096])
 def test_overlap_loss_adds_kappa_times_the_shorter_term(llama8b: ModelSpec, h100: GpuSpec, tokens: int) -> None:
     # A prefill step has no KV reads, so t(κ) − t(0) isolates the GEMM term: κ · min(t_W, t_F).
     pure = _step(llama8b, h100, 0.0).prefill_s(tokens=tokens, prompt_tokens=tokens)
-    stream_s, math_s = _gemm_terms_s(_step(llama8b, h100, 0.0), tokens)
+    stream_s, math_s = _gemm_terms_s(_step(llama8b, h100, 0.0), tokens, prompts=1)
     for kappa in (0.25, 1.0):
         lossy = _step(llama8b, h100, kappa).prefill_s(tokens=tokens, prompt_tokens=tokens)
         assert lossy - pure == pytest.approx(kappa * min(stream_s, math_s), rel=1e-9)
@@ -145,3 +150,15 @@ def test_power_cap_slows_gemm_math_but_not_weight_streaming(llama8b: ModelSpec) 
     prefill = capped.prefill_s(tokens=8192, prompt_tokens=8192) / free.prefill_s(tokens=8192, prompt_tokens=8192)
     assert decode < 1.02
     assert prefill > 1 / ratio * 0.9
+
+
+def test_a_prompt_runs_the_lm_head_once(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    # Engines compute logits only where they sample: a 4,096-token prompt pays the 1.05 GFLOP LM head
+    # once, a batch of 4,096 decodes 4,096 times; the rest of the matmuls cost the same per token.
+    step = _step(llama8b, h100, 0.0)
+    head = 2 * LLAMA_8B_LM_HEAD
+    assert step.lm_head_flops_per_token == head
+    assert step._prefill_gemm_flops(4096, 4096) == pytest.approx(4096 * (step.matmul_flops_per_token - head) + head)
+    assert step._prefill_gemm_flops(4096, 1024) == pytest.approx(4096 * (step.matmul_flops_per_token - head) + 4 * head)
+    encoder = get_model("google-bert/bert-large-uncased")
+    assert arith.lm_head_flops_per_token(encoder) == 0.0
