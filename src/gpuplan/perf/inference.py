@@ -4,12 +4,16 @@
   at batch 1 and the mean context; tokens/s = output / E2E (decode rate when no prompt is given).
 * ``static_batch``: B identical requests prefilled together, then decoded together.
 * ``concurrency``: a closed loop of C requests with continuous batching. N = min(C, KV capacity,
-  max_num_seqs) run at once. Load generators start all C clients together and requests stay in
-  step ("waves"): one cycle prefills N prompts then decodes them together, lasting
-  ``T = N · t_prefill(prompt) + output · t_decode(N, mean context)``; throughput is N·output/T,
-  TPOT = t_decode(N), mean TTFT = (N + 1)/2 · t_prefill (mean place in the prefill wave), and
-  requests beyond N wait (C − N)/N cycles (Little's law).
-* ``offline``: the same cycle with N at the engine's limit (all requests available at once).
+  max_num_seqs) run at once, spread over their cycle (the state real loops settle in: answer
+  lengths and jitter pull clients that started together apart). A new prompt runs its own chunks
+  beside the N decodes (``O``: the mixed steps that carry it, ``p`` = O − those steps' decode part,
+  its marginal GPU time); every other request's prompt interrupts a request's decoding, a share
+  β = λ·p·(N − 1)/N of the GPU. So TPOT = t_decode(N)/(1 − β), TTFT = O/(1 − β), and Little's law
+  λ·E2E = N gives λ = N / (O + (output − 1)·t_decode(N) + (N − 1)·p) in closed form. One client is
+  exactly ``single``. Clients beyond N wait (C − N)/λ.
+* ``offline``: all requests available at once, in waves of N at the engine's limit: one cycle
+  prefills N prompts then decodes them together, lasting ``N · t_prefill(prompt) + output ·
+  t_decode(N, mean context)``; throughput is N·output over it.
 * ``rate``: open-loop arrivals at λ requests/s per replica. Prefills take a share f = λ·t_prefill
   of the GPU, so TPOT = t_decode(N)/(1 − f) and TTFT = t_prefill/(1 − f) + (1 − e^(−N))·TPOT/2 (an
   arrival waits for the step in progress to end when the engine is busy); the running count follows
@@ -309,7 +313,18 @@ def _step_boundary_wait_s(running: float, step_s: float) -> float:
 def _concurrency(
     step: StepModel, mem: InferenceMemory, w: InferenceWorkload
 ) -> tuple[float, float, float, float]:
-    return _cycle(step, mem, w, float(w.concurrency or 1))
+    """Closed loop spread over its cycle (module docstring): closed form, no iteration."""
+    clients = float(w.concurrency or 1)
+    running = min(clients, _capacity(step, mem, w))
+    decode = step.decode_s(batch=running, context=_mean_context(w))
+    alone = step.lone_prefill_s(w.input_tokens)
+    own = _own_prefill_s(step, w, running, alone)
+    chunks = math.ceil(w.input_tokens / max(step.chunk_tokens, 1)) if w.input_tokens > 0 else 0
+    marginal = max(own - chunks * decode, 0.0) if running > 1.0 else alone
+    rate = running / (own + max(w.output_tokens - 1, 0) * decode + (running - 1.0) * marginal)
+    slow = 1.0 / (1.0 - rate * marginal * (running - 1.0) / running)
+    ttft = own * slow + max(clients - running, 0.0) / rate
+    return ttft, decode * slow, rate * w.output_tokens, running
 
 
 def _offline(

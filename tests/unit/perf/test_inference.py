@@ -221,3 +221,22 @@ def test_a_static_batch_beyond_memory_is_infeasible(llama8b: ModelSpec, h100: Gp
         predict_inference(llama8b, h100, Layout(), workload)
     fits = workload.model_copy(update={"batch_size": 64})  # 32 GiB of KV
     assert predict_inference(llama8b, h100, Layout(), fits).running_per_replica == 64
+
+
+def test_closed_loop_is_spread_over_its_cycle(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    # One client is exactly the single-request path; 32 clients obey Little's law (N = λ·E2E), prefill
+    # beside the decodes (TTFT near the lone prefill, far below a lock-step wave's 32 prefills) and slow
+    # them (TPOT above the pure decode step), at the throughput of the offline wave model's accounting.
+    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640)
+    single = replica.run(_w("single"))
+    one = replica.run(_w("concurrency", concurrency=1))
+    assert one == pytest.approx(single, rel=1e-12)
+    ttft, tpot, tokens_per_s, running = replica.run(_w("concurrency", concurrency=32))
+    rate = tokens_per_s / 128
+    assert rate * (ttft + 127 * tpot) == pytest.approx(running, rel=1e-9) and running == 32
+    lone = replica.step.lone_prefill_s(512)
+    assert lone <= ttft < 3 * lone
+    assert tpot > replica.step.decode_s(batch=32, context=512 + 64)
+    wave = 32 * inference._prefill_share_s(replica.step, replica.memory, _w("concurrency"), 32)
+    wave_rate = 32 / (wave + 128 * replica.step.decode_s(batch=32, context=512 + 64))
+    assert rate == pytest.approx(wave_rate, rel=0.05)
