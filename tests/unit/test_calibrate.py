@@ -99,3 +99,20 @@ def test_profile_round_trip(tmp_path: Path) -> None:
     write_profile(path, cal, mfu)
     assert load_calibration(path) == cal
     assert load_training_calibration(path).mfu_for("hopper", "bf16") == pytest.approx(mfu["hopper:bf16"])
+
+
+def test_a_power_capped_board_is_not_charged_its_cap_twice() -> None:
+    # 500 TFLOP/s measured on an H100-PCIe already carries the 350 W cap: the fitted efficiency must give
+    # the step model back 500 TFLOP/s (trtllm, engine factor 1), as it does on an uncapped H100-SXM.
+    from gpuplan.models import get_model
+    from gpuplan.perf.layout import Layout
+    from gpuplan.perf.roofline import StepModel
+
+    catalog = load_catalog()
+    for gpu_id in ("H100-SXM", "H100-PCIe"):
+        rows = [ResultRow(id="g", kind="gemm", gpu=gpu_id, metric="tflops", value=500.0, fields={"dtype": "bf16"})]
+        cal, _, _ = fit_profile(rows, catalog, default_calibration(), data="test", command="test")
+        gpu = catalog.get_gpu(gpu_id)
+        step = StepModel.build(get_model("meta-llama/Llama-3.1-8B"), gpu, Layout(engine="trtllm"), cal)
+        assert step.attn_flops_per_s / 1e12 == pytest.approx(500.0, rel=1e-9), gpu_id
+        assert predict_row(rows[0], catalog, cal, default_training_calibration()) == pytest.approx(500.0, rel=1e-9)

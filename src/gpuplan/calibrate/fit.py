@@ -26,6 +26,7 @@ from gpuplan.calibrate.rows import ResultRow
 from gpuplan.catalog import Catalog
 from gpuplan.perf.calibration import Calibration, FitProvenance
 from gpuplan.perf.roofline import tp_link
+from gpuplan.training.calibration import default_training_calibration
 from gpuplan.validation.fit import Param, _with, fitted_params, solve
 
 SERVE_PRIOR_SIGMA = 10.0
@@ -37,15 +38,16 @@ def _geomedian(ratios: Sequence[float]) -> float:
     return math.exp(statistics.median(math.log(r) for r in ratios))
 
 
-def _ratios(rows: Sequence[ResultRow], catalog: Catalog) -> dict[Param, list[float]]:
-    """Achieved / datasheet ratio of each micro row, keyed by the factor it measures."""
+def _ratios(rows: Sequence[ResultRow], catalog: Catalog, power_exponent: float) -> dict[Param, list[float]]:
+    """Achieved / datasheet ratio of each micro row (GEMM peaks net of a board's power cap), keyed by
+    the factor it measures."""
     out: dict[Param, list[float]] = defaultdict(list)
     for row in rows:
         gpu = gpu_of(row, catalog)
         if gpu is None or row.value <= 0:
             continue
         dtype = row.fields.get("dtype", "")
-        peak = peak_tflops(gpu, dtype) if row.kind == "gemm" else None
+        peak = peak_tflops(gpu, dtype, power_exponent) if row.kind == "gemm" else None
         if row.kind == "gemm" and peak and dtype in SIXTEEN_BIT:
             out[("compute_efficiency", gpu.family)].append(row.value / peak)
         elif row.kind == "gemm" and peak and dtype in LOW_PRECISION:
@@ -60,7 +62,7 @@ def _ratios(rows: Sequence[ResultRow], catalog: Catalog) -> dict[Param, list[flo
 
 def fit_micro(rows: Sequence[ResultRow], catalog: Catalog, base: Calibration) -> tuple[Calibration, list[Param]]:
     """Stage 1; returns the calibration and the factors it set (frozen for stage 2)."""
-    ratios = _ratios(rows, catalog)
+    ratios = _ratios(rows, catalog, base.power_limit_exponent)
     direct = [(p, _geomedian(v)) for p, v in sorted(ratios.items()) if not p[0].startswith("low_precision:")]
     cal = _with(base, [p for p, _ in direct], np.asarray([min(v, FACTOR_CAP) for _, v in direct]))
     scales = [_geomedian(v) / cal.compute(p[0].split(":", 1)[1]) for p, v in ratios.items()
@@ -82,13 +84,14 @@ def fit_serving(rows: Sequence[ResultRow], catalog: Catalog, start: Calibration,
     return solve(cases, catalog, start, params, np.full(len(params), SERVE_PRIOR_SIGMA)), params
 
 
-def fit_training(rows: Sequence[ResultRow], catalog: Catalog) -> dict[str, float]:
-    """Stage 3: ``family:dtype`` → MFU."""
+def fit_training(rows: Sequence[ResultRow], catalog: Catalog, power_exponent: float) -> dict[str, float]:
+    """Stage 3: ``family:dtype`` → MFU (against the peak net of a board's power cap, as the step model
+    applies it)."""
     ratios: dict[str, list[float]] = defaultdict(list)
     for row in rows:
         gpu = gpu_of(row, catalog)
         dtype = row.fields.get("dtype", "bf16")
-        peak = peak_tflops(gpu, dtype) if gpu is not None else None
+        peak = peak_tflops(gpu, dtype, power_exponent) if gpu is not None else None
         if gpu is not None and peak and row.value > 0:
             ratios[f"{gpu.family}:{dtype}"].append(row.value / peak)
     return {k: min(_geomedian(v), FACTOR_CAP) for k, v in ratios.items()}
@@ -100,7 +103,8 @@ def fit_profile(rows: Sequence[ResultRow], catalog: Catalog, base: Calibration, 
     micro = [r for r in rows if r.kind in ("gemm", "bandwidth", "allreduce")]
     cal, fixed = fit_micro(micro, catalog, base)
     cal, fitted = fit_serving([r for r in rows if r.kind == "serve"], catalog, cal, fixed)
-    mfu = fit_training([r for r in rows if r.kind == "train"], catalog)
+    power_exponent = default_training_calibration().power_limit_exponent
+    mfu = fit_training([r for r in rows if r.kind == "train"], catalog, power_exponent)
     counts = {k: sum(r.kind == k for r in rows) for k in ("gemm", "bandwidth", "allreduce", "serve", "train")}
     provenance = FitProvenance(
         method="gpuplan calibrate: micro-benchmark geometric medians; serving rows by scipy least_squares "

@@ -15,7 +15,7 @@ from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import Calibration
-from gpuplan.perf.roofline import tp_link
+from gpuplan.perf.roofline import power_limited_fraction, tp_link
 from gpuplan.training.calibration import TrainingCalibration
 from gpuplan.validation.cases import Case
 from gpuplan.validation.predict import predict_case
@@ -31,9 +31,13 @@ def gpu_of(row: ResultRow, catalog: Catalog) -> GpuSpec | None:
         return None
 
 
-def peak_tflops(gpu: GpuSpec, dtype: str) -> float | None:
+def peak_tflops(gpu: GpuSpec, dtype: str, power_exponent: float) -> float | None:
+    """The peak the performance model multiplies its efficiency by: the datasheet peak, times the
+    power cap of a PCIe/NVL board (``roofline.power_limited_fraction ** power_exponent``). A
+    measurement on a capped board already carries the cap, so efficiencies fitted against this
+    peak are not charged it twice."""
     value = gpu.tflops(dtype)
-    return value if value else None
+    return value * power_limited_fraction(gpu) ** power_exponent if value else None
 
 
 def as_case(row: ResultRow) -> Case:
@@ -44,7 +48,7 @@ def as_case(row: ResultRow) -> Case:
 def _micro(row: ResultRow, gpu: GpuSpec, cal: Calibration) -> float | None:
     dtype = row.fields.get("dtype", "")
     if row.kind == "gemm":
-        peak = peak_tflops(gpu, dtype)
+        peak = peak_tflops(gpu, dtype, cal.power_limit_exponent)
         if peak is None or dtype not in SIXTEEN_BIT + LOW_PRECISION:
             return None
         scale = cal.low_precision_compute_scale if dtype in LOW_PRECISION else 1.0
@@ -63,6 +67,6 @@ def predict_row(row: ResultRow, catalog: Catalog, cal: Calibration, training: Tr
         return predict_case(as_case(row), catalog, cal, simulate=False).predicted
     if row.kind == "train":
         dtype = row.fields.get("dtype", "bf16")
-        peak = peak_tflops(gpu, dtype)
+        peak = peak_tflops(gpu, dtype, training.power_limit_exponent)
         return peak * training.mfu_for(gpu.family, dtype) if peak else None
     return _micro(row, gpu, cal)

@@ -54,6 +54,11 @@ class MigProfile(_Frozen):
     max_instances: int = Field(ge=1)
 
 
+MAX_SIBLING_PEAK_RATIO = 2.0
+"""Same-die boards differ in clocks and enabled units, never by more than 2x in peak (H100 PCIe vs
+SXM: 1.31x; A100 PCIe vs SXM: 1x)."""
+
+
 class PowerReference(_Frozen):
     """A sibling part on the same die that runs at its spec clocks within its TDP (the SXM board).
 
@@ -109,12 +114,28 @@ class GpuSpec(_Frozen):
             required.append("power_reference")
             if self.tdp_watts is None:
                 raise ValueError(f"GPU {self.id}: power_reference needs this GPU's own tdp_watts")
+            self._check_power_reference(self.power_reference, self.tdp_watts)
         missing = [f for f in required if not any(k == f or k.startswith(f + ".") for k in self.sources)]
         if missing:
             raise ValueError(
                 f"GPU {self.id}: no source URL for {', '.join(missing)} (add them under 'sources:')"
             )
         return self
+
+    def _check_power_reference(self, ref: PowerReference, tdp_watts: float) -> None:
+        """A same-die sibling at full power: at least this board's TDP and a 16-bit peak within a factor
+        of 2 of its own (a unit slip, PFLOPS for TFLOPS, would otherwise cut the GEMM rate silently)."""
+        own = self.dense_tflops.bf16 or self.dense_tflops.fp16
+        if ref.tdp_watts < tdp_watts:
+            raise ValueError(
+                f"GPU {self.id}: power_reference.tdp_watts {ref.tdp_watts:g} is below this GPU's own "
+                f"{tdp_watts:g} W; name the full-power sibling (the SXM board)"
+            )
+        if not own / MAX_SIBLING_PEAK_RATIO <= ref.bf16_tflops <= own * MAX_SIBLING_PEAK_RATIO:
+            raise ValueError(
+                f"GPU {self.id}: power_reference.bf16_tflops {ref.bf16_tflops:g} is not within 2x of this "
+                f"GPU's own {own:g} TFLOPS; give the sibling's dense 16-bit peak in TFLOPS"
+            )
 
     def tflops(self, key: str) -> float | None:
         """Dense peak for a compute key (``bf16``, ``fp8`` …); ``None`` when the GPU has no such path."""

@@ -5,12 +5,14 @@
 * ``static_batch``: B identical requests prefilled together, then decoded together.
 * ``concurrency``: a closed loop of C requests with continuous batching. N = min(C, KV capacity,
   max_num_seqs) run at once, spread over their cycle (the state real loops settle in: answer
-  lengths and jitter pull clients that started together apart). A new prompt runs its own chunks
-  beside the N decodes (``O``: the mixed steps that carry it, ``p`` = O − those steps' decode part,
-  its marginal GPU time); every other request's prompt interrupts a request's decoding, a share
-  β = λ·p·(N − 1)/N of the GPU. So TPOT = t_decode(N)/(1 − β), TTFT = O/(1 − β), and Little's law
-  λ·E2E = N gives λ = N / (O + (output − 1)·t_decode(N) + (N − 1)·p) in closed form. One client is
-  exactly ``single``. Clients beyond N wait (C − N)/λ.
+  lengths and jitter pull clients that started together apart). A new prompt waits for the step the
+  engine started as the last request ended (one TPOT), then runs its own chunks beside the N decodes
+  (``O``), after half of another prompt's prefill when one is under way (probability β). Every other
+  request's prompt interrupts a request's decoding, a share β = λ·p·(N − 1)/N of the GPU (``p`` = O
+  − those steps' decode part), so TPOT = t_decode(N)/(1 − β), capped at a step carrying a full
+  chunk; Little's law λ·E2E = N closes it (bisection). Past the engine's prefill budget (λ·TPOT·input
+  ≥ max batched tokens) prompts queue: every step carries a full chunk and only chunk·(output − 1)/
+  input requests decode. One client is exactly ``single``; clients beyond N wait (C − N)/λ.
 * ``offline``: all requests available at once, in waves of N at the engine's limit: one cycle
   prefills N prompts then decodes them together, lasting ``N · t_prefill(prompt) + output ·
   t_decode(N, mean context)``; throughput is N·output over it.
@@ -46,6 +48,8 @@ FIXED_POINT_TOLERANCE = 1e-3
 """N ↦ λ·E2E(N) is increasing, so plain iteration from N = 1 climbs monotonically to the fixed point
 (or past the capacity, which is overload)."""
 OVERLOADED = math.inf
+SPREAD_BISECTION_STEPS = 60
+"""Bisection on the closed loop's request rate: 2^-60 of the bracket, exact to float precision."""
 
 
 class InferenceWorkload(BaseModel):
@@ -313,18 +317,91 @@ def _step_boundary_wait_s(running: float, step_s: float) -> float:
 def _concurrency(
     step: StepModel, mem: InferenceMemory, w: InferenceWorkload
 ) -> tuple[float, float, float, float]:
-    """Closed loop spread over its cycle (module docstring): closed form, no iteration."""
+    """Closed loop spread over its cycle (module docstring); Little's law solved by bisection."""
     clients = float(w.concurrency or 1)
+    if w.output_tokens == 1 and clients > 1:  # prefill-only requests: nothing decodes, prompts pack
+        ttft, tpot, tokens_per_s, running = _cycle(step, mem, w, clients)
+        return max(ttft, step.lone_prefill_s(w.input_tokens)), tpot, tokens_per_s, running
     running = min(clients, _capacity(step, mem, w))
     decode = step.decode_s(batch=running, context=_mean_context(w))
-    alone = step.lone_prefill_s(w.input_tokens)
-    own = _own_prefill_s(step, w, running, alone)
-    chunks = math.ceil(w.input_tokens / max(step.chunk_tokens, 1)) if w.input_tokens > 0 else 0
-    marginal = max(own - chunks * decode, 0.0) if running > 1.0 else alone
-    rate = running / (own + max(w.output_tokens - 1, 0) * decode + (running - 1.0) * marginal)
-    slow = 1.0 / (1.0 - rate * marginal * (running - 1.0) / running)
-    ttft = own * slow + max(clients - running, 0.0) / rate
-    return ttft, decode * slow, rate * w.output_tokens, running
+    if w.input_tokens > 0:
+        own = _own_prefill_s(step, w, running, step.lone_prefill_s(w.input_tokens))
+        chunks = math.ceil(w.input_tokens / max(step.chunk_tokens, 1))
+        marginal = max(own - chunks * decode, 0.0) if running > 1.0 else own
+    else:  # no prompt: the first token is a decode step (as ``single`` prices a decode-speed test)
+        own, marginal = decode, 0.0
+    loop = _SpreadLoop(running, own, marginal, decode, max(w.output_tokens - 1, 0))
+    share = loop.share(loop.solve_rate())
+    tpot = decode / (1.0 - share)
+    budget = _prompt_budget(step, w, running)
+    if budget is not None:
+        tpot = min(tpot, budget[3])  # no step lasts longer than one carrying a full chunk
+    ttft = own * (1.0 + share / 2.0) + min(running - 1.0, 1.0) * tpot
+    rate = running / (ttft + loop.tokens_after_first * tpot)  # Little's law
+    if budget is not None and rate * tpot * w.input_tokens >= budget[2]:
+        rate, tpot = budget[0], min(tpot, budget[1])  # prompts queue for the budget: full-chunk steps
+        ttft = running / rate - loop.tokens_after_first * tpot
+    ttft += max(clients - running, 0.0) / rate
+    return (ttft if w.input_tokens > 0 else 0.0), tpot, rate * w.output_tokens, running
+
+
+def _prompt_budget(
+    step: StepModel, w: InferenceWorkload, running: float
+) -> tuple[float, float, float, float] | None:
+    """(request rate, TPOT, chunk tokens, longest step) when the spread loop would put more prompt tokens in a step
+    (λ · TPOT · input) than the engine's max batched tokens admit: every step then carries a full
+    chunk, ``chunk/input`` prompts start per step and each decodes for ``output − 1`` steps, so
+    ``chunk·(output − 1)/input`` requests (at most ``running``) decode beside the chunk while the rest
+    wait. The longest step is a full chunk beside all ``running`` decodes. None without a prompt."""
+    if w.input_tokens <= 0:
+        return None
+    chunk = min(float(step.chunk_tokens), running * w.input_tokens)
+    decoding = min(running, max(chunk * max(w.output_tokens - 1, 0) / w.input_tokens, 1.0))
+    context = _mean_context(w)
+    full_step_s = step.step_s(batch=decoding, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens)
+    longest_s = step.step_s(batch=running, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens)
+    return chunk / w.input_tokens / full_step_s, full_step_s, chunk, longest_s
+
+
+@dataclass(frozen=True)
+class _SpreadLoop:
+    """E2E(λ) of a closed loop of ``running`` requests spread over their cycle. A client sends its next
+    request as its last one ends, when the engine has already started the next step: the prompt waits
+    for that step (one TPOT; none when it is the only request), then runs its own chunks (``own`` s),
+    after half of another prompt's prefill when one is under way (probability β); the others' prompts
+    take a share β = λ·marginal·(N − 1)/N of the GPU away from its decoding. Engines finish a started
+    prompt before admitting the next, so later prompts never slow its own chunks."""
+
+    running: float
+    own: float
+    marginal: float
+    decode: float
+    tokens_after_first: int
+
+    def share(self, rate: float) -> float:
+        return rate * self.marginal * (self.running - 1.0) / self.running
+
+    def slow(self, rate: float) -> float:
+        return 1.0 / (1.0 - self.share(rate))
+
+    def e2e(self, rate: float) -> float:
+        share = self.share(rate)
+        steps = self.tokens_after_first + min(self.running - 1.0, 1.0)  # decode steps + the step it waits for
+        return self.own * (1.0 + share / 2.0) + steps * self.decode / (1.0 - share)
+
+    def solve_rate(self) -> float:
+        """λ with λ·E2E(λ) = N; λ·E2E(λ) rises with λ, and β < 1 bounds λ above."""
+        low = 0.0
+        high = self.running / max(self.own + self.tokens_after_first * self.decode, 1e-12)
+        if self.marginal > 0 and self.running > 1.0:
+            high = min(high, self.running / (self.marginal * (self.running - 1.0)))
+        for _ in range(SPREAD_BISECTION_STEPS):
+            mid = (low + high) / 2.0
+            if mid * self.e2e(mid) < self.running:
+                low = mid
+            else:
+                high = mid
+        return low if low > 0 else high
 
 
 def _offline(

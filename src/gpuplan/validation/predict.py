@@ -24,7 +24,12 @@ from gpuplan.units import GIB, MS_PER_S
 from gpuplan.validation.cases import Case, Skip
 from gpuplan.validation.datasets import row_lengths
 from gpuplan.validation.layouts import row_dtype, row_engine, row_layouts
-from gpuplan.validation.predict_server import LATENCY_METRIC, predict_closed_loop_case, predict_server_case
+from gpuplan.validation.predict_server import (
+    LATENCY_METRIC,
+    is_llmperf_itl,
+    predict_closed_loop_case,
+    predict_server_case,
+)
 from gpuplan.validation.predict_training import predict_training_case
 
 
@@ -122,11 +127,12 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
         concurrency=case.int_field("concurrency"),
         batch_size=case.int_field("batch_size"),
     )
-    metric = _INFERENCE_METRICS[case.metric]
+    metric = _INFERENCE_METRICS["e2e_ms_mean" if is_llmperf_itl(case) else case.metric]
+    per_token = 1.0 / output if is_llmperf_itl(case) else 1.0  # llmperf's ITL is E2E / tokens
     best: float | None = None
     for layout in row_layouts(case, model):
         try:
-            value = metric(predict_inference(model, gpu, layout, workload, cal=cal))
+            value = metric(predict_inference(model, gpu, layout, workload, cal=cal)) * per_token
         except GpuplanError:
             continue
         if best is None or _better(case.metric, value, best):

@@ -84,7 +84,7 @@ def predict_closed_loop_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Ca
     arrival = ArrivalSpec(kind="closed_loop", concurrency=clients, ramp_up_s=row.cycle_s(clients))
     summary = row.run(arrival, CLOSED_LOOP_REQUESTS_PER_CLIENT * clients)
     if row.latency is not None and is_llmperf_itl(case):
-        return _statistic(summary, "e2e", "mean") / row.output_tokens
+        return _statistic(summary, "e2e", row.latency.group(2)) / row.output_tokens
     if row.latency is not None:
         return _statistic(summary, *row.latency.groups())
     return _throughput(case, summary.requests_per_s * row.replicas, row.output_tokens)
@@ -137,12 +137,13 @@ class _SimulatedRow:
 
 
 def is_llmperf_itl(case: Case) -> bool:
-    """A ``tpot_ms_mean`` row transcribed from llmperf's "inter-token latency". llmperf sums every gap
+    """A ``tpot_ms_*`` row transcribed from llmperf's "inter-token latency" (same statistic). llmperf sums every gap
     between streamed chunks *including the first* (the TTFT) and divides by the output tokens
     (``token_benchmark_ray.py``: ``INTER_TOKEN_LAT /= num_output_tokens``), so it reads E2E / tokens,
     not (E2E − TTFT) / (tokens − 1); the row is predicted the way the source computed it."""
     notes = case.get("notes")
-    return case.metric == "tpot_ms_mean" and "llmperf" in notes and "source metric itl_ms_mean" in notes
+    stat = case.metric.removeprefix("tpot_ms_")
+    return case.metric.startswith("tpot_ms_") and "llmperf" in notes and f"source metric itl_ms_{stat}" in notes
 
 
 def _throughput(case: Case, requests_per_s: float, out: int) -> float:

@@ -360,7 +360,7 @@ def test_import_does_no_io(tmp_path: Path) -> None:
 
 
 def test_power_reference_needs_a_source_and_the_gpus_own_tdp(tmp_path: Path, empty_config: Path) -> None:
-    ref = "{gpu: H100-SXM, tdp_watts: 700.0, bf16_tflops: 989.5}"
+    ref = "{gpu: L40S-FULL-POWER, tdp_watts: 450.0, bf16_tflops: 400.0}"
     with pytest.raises(FileFormatError, match="no source URL for power_reference"):
         _load_extra(tmp_path, empty_config, f"gpus:\n  - {{id: L40S, power_reference: {ref}}}\n")
     with pytest.raises(FileFormatError, match="power_reference needs this GPU's own tdp_watts"):
@@ -374,4 +374,19 @@ def test_power_reference_needs_a_source_and_the_gpus_own_tdp(tmp_path: Path, emp
         empty_config,
         f"gpus:\n  - {{id: L40S, power_reference: {ref}, sources: {{power_reference: {H100_URL}}}}}\n",
     ).get_gpu("L40S")
-    assert capped.power_reference is not None and capped.power_reference.tdp_watts == 700.0
+    assert capped.power_reference is not None and capped.power_reference.tdp_watts == 450.0
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ("{gpu: H100-SXM, tdp_watts: 700.0, bf16_tflops: 1.0e-300}", "not within 2x of this GPU's own"),
+        ("{gpu: H100-SXM, tdp_watts: 700.0, bf16_tflops: 0.9895}", "not within 2x of this GPU's own"),
+        ("{gpu: H100-SXM, tdp_watts: 100.0, bf16_tflops: 989.5}", "below this GPU's own"),
+    ],
+)
+def test_implausible_power_references_are_refused(
+    tmp_path: Path, empty_config: Path, reference: str, message: str
+) -> None:
+    with pytest.raises(FileFormatError, match=message):
+        _load_extra(tmp_path, empty_config, f"gpus:\n  - {{id: H100-PCIe, power_reference: {reference}}}\n")

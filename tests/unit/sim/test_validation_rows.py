@@ -80,3 +80,17 @@ def test_llmperf_inter_token_latency_is_e2e_over_tokens() -> None:
     assert itl is not None and e2e is not None and tpot is not None
     assert itl == pytest.approx(e2e / 128, rel=1e-9)
     assert itl > tpot  # the TTFT spread over the tokens
+
+
+def test_llmperf_inter_token_latency_is_e2e_over_tokens_in_the_fit_path_too() -> None:
+    note = "source metric itl_ms_mean (inter-token latency) mapped to tpot | llmperf over HTTP"
+    cat, cal = default_catalog(), default_calibration()
+    itl = predict_case(_case("tpot_ms_mean", concurrency=8, notes=note), cat, cal, simulate=False).predicted
+    e2e = predict_case(_case("e2e_ms_mean", concurrency=8), cat, cal, simulate=False).predicted
+    assert itl is not None and e2e is not None
+    assert itl == pytest.approx(e2e / 128, rel=1e-9)
+    p50 = note.replace("itl_ms_mean", "itl_ms_p50")
+    simulated_p50 = predict_case(_case("tpot_ms_p50", concurrency=8, notes=p50), cat, cal).predicted
+    e2e_p50 = predict_case(_case("e2e_ms_p50", concurrency=8), cat, cal).predicted
+    assert simulated_p50 is not None and e2e_p50 is not None
+    assert simulated_p50 == pytest.approx(e2e_p50 / 128, rel=1e-9)
