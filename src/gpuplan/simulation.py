@@ -16,7 +16,7 @@ from gpuplan.catalog import Catalog
 from gpuplan.errors import FileFormatError, UserInputError
 from gpuplan.models import get_model
 from gpuplan.perf.calibration import Calibration
-from gpuplan.perf.inference import ReplicaModel
+from gpuplan.perf.inference import ReplicaModel, check_generative
 from gpuplan.service import deployment_gpu, deployment_layout
 from gpuplan.sim.capacity import CapacityResult, max_rate_under_slo
 from gpuplan.sim.metrics import SimSummary, summarise
@@ -113,6 +113,7 @@ def _replica(
     """The replica, built for ``max_model_len`` (default: the longest request, capped at the model's
     context window); requests longer than that are rejected, as an engine would."""
     model, gpu = get_model(sc.model), deployment_gpu(sc, catalog)
+    check_generative(model)  # an encoder has no answer to simulate (as predict and recommend say)
     layout = deployment_layout(sc, model, gpu)
     longest = int((requests.input_tokens + requests.output_tokens).max())
     context = sc.max_model_len or min(longest, model.max_position_embeddings or longest)

@@ -113,6 +113,10 @@ class ArrivalSpec(_Frozen):
             raise ValueError("closed_loop arrivals need concurrency >= 1")
         if self.ramp_up_s and self.kind != "closed_loop":
             raise ValueError(f"ramp_up_s applies to closed_loop arrivals only, not {self.kind}")
+        if self.kind in ("closed_loop", "trace") and self.rate_rps is not None:
+            raise ValueError(f"rate_rps does not apply to {self.kind} arrivals (remove it, or use poisson)")
+        if self.kind != "closed_loop" and self.concurrency is not None:
+            raise ValueError(f"concurrency applies to closed_loop arrivals only, not {self.kind}")
         return self
 
 

@@ -108,3 +108,35 @@ def test_sim_package_stays_in_the_core_layer() -> None:
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
             assert not [n for n in names if n.startswith(forbidden)], path.name
+
+
+@pytest.mark.parametrize(
+    ("arrival", "message"),
+    [
+        ({"kind": "closed_loop", "concurrency": 4, "rate_rps": 5.0}, "rate_rps does not apply to closed_loop"),
+        ({"kind": "poisson", "rate_rps": 5.0, "concurrency": 4}, "concurrency applies to closed_loop arrivals only"),
+        ({"kind": "trace", "rate_rps": 5.0}, "rate_rps does not apply to trace"),
+    ],
+)
+def test_arrival_fields_of_another_kind_are_refused(arrival: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        ArrivalSpec.model_validate(arrival)
+
+
+def test_simulating_an_encoder_names_it(tmp_path: Path) -> None:
+    from gpuplan.catalog import default_catalog
+    from gpuplan.errors import UserInputError
+    from gpuplan.simulation import simulate_scenario
+
+    text = """\
+model: google-bert/bert-large-uncased
+hardware: {gpu: H100-SXM, count: 1}
+workload:
+  arrival: {kind: poisson, rate_rps: 2}
+  input_tokens: {kind: fixed, value: 128}
+  output_tokens: {kind: fixed, value: 16}
+  num_requests: 50
+"""
+    scenario = parse_simulate_scenario(text, origin="bert.yaml")
+    with pytest.raises(UserInputError, match="encoder"):
+        simulate_scenario(scenario, default_catalog(), base_dir=tmp_path)
