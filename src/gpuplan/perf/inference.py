@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,8 +49,10 @@ FIXED_POINT_TOLERANCE = 1e-3
 """N ↦ λ·E2E(N) is increasing, so plain iteration from N = 1 climbs monotonically to the fixed point
 (or past the capacity, which is overload)."""
 OVERLOADED = math.inf
-SPREAD_BISECTION_STEPS = 60
-"""Bisection on the closed loop's request rate: 2^-60 of the bracket, exact to float precision."""
+SPREAD_NEWTON_STEPS = 50
+SPREAD_TOLERANCE = 1e-12
+"""Newton on the closed loop's request rate (``_SpreadLoop.solve_rate``): converges in a handful of
+steps to float precision; the bound only guards against a non-terminating loop."""
 
 
 class InferenceWorkload(BaseModel):
@@ -384,24 +387,40 @@ class _SpreadLoop:
     def slow(self, rate: float) -> float:
         return 1.0 / (1.0 - self.share(rate))
 
+    @cached_property
+    def steps(self) -> float:
+        """Decode steps of one request after its first token, plus the step it waits for on arrival."""
+        return self.tokens_after_first + min(self.running - 1.0, 1.0)
+
     def e2e(self, rate: float) -> float:
         share = self.share(rate)
-        steps = self.tokens_after_first + min(self.running - 1.0, 1.0)  # decode steps + the step it waits for
-        return self.own * (1.0 + share / 2.0) + steps * self.decode / (1.0 - share)
+        return self.own * (1.0 + share / 2.0) + self.steps * self.decode / (1.0 - share)
 
     def solve_rate(self) -> float:
-        """λ with λ·E2E(λ) = N; λ·E2E(λ) rises with λ, and β < 1 bounds λ above."""
-        low = 0.0
-        high = self.running / max(self.own + self.tokens_after_first * self.decode, 1e-12)
-        if self.marginal > 0 and self.running > 1.0:
-            high = min(high, self.running / (self.marginal * (self.running - 1.0)))
-        for _ in range(SPREAD_BISECTION_STEPS):
-            mid = (low + high) / 2.0
-            if mid * self.e2e(mid) < self.running:
-                low = mid
+        """λ with λ·E2E(λ) = N: Newton's method kept inside a shrinking bracket [0, min(N/E2E(0), 1/k))
+        (k = marginal·(N − 1)/N; λ·E2E rises with λ), bisecting when a step would leave it. A handful of
+        steps reach float precision; one client (k = 0) is exact at once."""
+        base = self.own + self.steps * self.decode
+        high = self.running / max(base, 1e-12)
+        k = self.marginal * (self.running - 1.0) / self.running
+        if k <= 0.0:
+            return high
+        low, high = 0.0, min(high, 1.0 / k)
+        rate = high / 2.0
+        for _ in range(SPREAD_NEWTON_STEPS):
+            e2e = self.e2e(rate)
+            value = rate * e2e - self.running
+            if value > 0:
+                high = rate
             else:
-                high = mid
-        return low if low > 0 else high
+                low = rate
+            slope = e2e + rate * k * (self.own / 2.0 + self.steps * self.decode / (1.0 - k * rate) ** 2)
+            guess = rate - value / slope
+            guess = guess if low < guess < high else (low + high) / 2.0
+            if abs(guess - rate) <= SPREAD_TOLERANCE * rate:
+                return guess
+            rate = guess
+        return rate
 
 
 def _offline(
