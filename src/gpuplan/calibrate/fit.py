@@ -29,6 +29,7 @@ from gpuplan.perf.roofline import tp_link
 from gpuplan.training.calibration import default_training_calibration
 from gpuplan.validation.fit import Param, _with, fitted_params, solve
 
+POWER_EXPONENT: Param = ("power_limit_exponent", "")
 SERVE_PRIOR_SIGMA = 10.0
 """Prior width in log space (a factor of e¹⁰): only a tie-breaker for factors the rows cannot tell apart."""
 FACTOR_CAP = 1.0
@@ -76,9 +77,11 @@ def fit_micro(rows: Sequence[ResultRow], catalog: Catalog, base: Calibration) ->
 
 def fit_serving(rows: Sequence[ResultRow], catalog: Catalog, start: Calibration,
                 fixed: Sequence[Param]) -> tuple[Calibration, list[Param]]:
-    """Stage 2: least squares over the factors ≥ 3 serving rows exercise, less those stage 1 fixed."""
+    """Stage 2: least squares over the factors ≥ 3 serving rows exercise, less those stage 1 fixed and
+    the power-limit exponent (a property of the boards, fitted on the validation set; stage 1 netted
+    the GEMM rows with it, so moving it here would undo that)."""
     cases = [as_case(r) for r in rows]
-    params = fitted_params(cases, catalog, exclude=fixed)
+    params = fitted_params(cases, catalog, exclude=[*fixed, POWER_EXPONENT])
     if not params:
         return start, []
     return solve(cases, catalog, start, params, np.full(len(params), SERVE_PRIOR_SIGMA)), params

@@ -10,9 +10,9 @@
   (``O``), after half of another prompt's prefill when one is under way (probability β). Every other
   request's prompt interrupts a request's decoding, a share β = λ·p·(N − 1)/N of the GPU (``p`` = O
   − those steps' decode part), so TPOT = t_decode(N)/(1 − β), capped at a step carrying a full
-  chunk; Little's law λ·E2E = N closes it (bisection). Past the engine's prefill budget (λ·TPOT·input
-  ≥ max batched tokens) prompts queue: every step carries a full chunk and only chunk·(output − 1)/
-  input requests decode. One client is exactly ``single``; clients beyond N wait (C − N)/λ.
+  chunk; Little's law λ·E2E = N closes it (Newton). Past the engine's prefill budget (more prompts
+  per second than full chunks in every step admit) prompts queue: every step carries a full chunk
+  and only chunk·(output − 1)/input requests decode. One client is exactly ``single``; clients beyond N wait (C − N)/λ.
 * ``offline``: all requests available at once, in waves of N at the engine's limit: one cycle
   prefills N prompts then decodes them together, lasting ``N · t_prefill(prompt) + output ·
   t_decode(N, mean context)``; throughput is N·output over it.
@@ -320,12 +320,15 @@ def _step_boundary_wait_s(running: float, step_s: float) -> float:
 def _concurrency(
     step: StepModel, mem: InferenceMemory, w: InferenceWorkload
 ) -> tuple[float, float, float, float]:
-    """Closed loop spread over its cycle (module docstring); Little's law solved by bisection."""
+    """Closed loop spread over its cycle (module docstring); Little's law solved by Newton's method."""
     clients = float(w.concurrency or 1)
-    if w.output_tokens == 1 and clients > 1:  # prefill-only requests: nothing decodes, prompts pack
-        ttft, tpot, tokens_per_s, running = _cycle(step, mem, w, clients)
-        return max(ttft, step.lone_prefill_s(w.input_tokens)), tpot, tokens_per_s, running
     running = min(clients, _capacity(step, mem, w))
+    if w.output_tokens == 1 and clients > 1:  # prefill-only requests: nothing decodes, prompts pack
+        share_s = _prefill_share_s(step, mem, w, running)
+        rate = 1.0 / share_s if share_s > 0 else 1.0 / step.decode_s(batch=running, context=_mean_context(w))
+        ttft = max((running + 1.0) / 2.0 * share_s, step.lone_prefill_s(w.input_tokens))
+        tpot = step.decode_s(batch=running, context=_mean_context(w))
+        return ttft + (clients - running) / rate, tpot, rate, running
     decode = step.decode_s(batch=running, context=_mean_context(w))
     if w.input_tokens > 0:
         own = _own_prefill_s(step, w, running, step.lone_prefill_s(w.input_tokens))
@@ -341,7 +344,7 @@ def _concurrency(
         tpot = min(tpot, budget[3])  # no step lasts longer than one carrying a full chunk
     ttft = own * (1.0 + share / 2.0) + min(running - 1.0, 1.0) * tpot
     rate = running / (ttft + loop.tokens_after_first * tpot)  # Little's law
-    if budget is not None and rate * tpot * w.input_tokens >= budget[2]:
+    if budget is not None and rate > budget[0]:
         rate, tpot = budget[0], min(tpot, budget[1])  # prompts queue for the budget: full-chunk steps
         ttft = running / rate - loop.tokens_after_first * tpot
     ttft += max(clients - running, 0.0) / rate
@@ -351,8 +354,8 @@ def _concurrency(
 def _prompt_budget(
     step: StepModel, w: InferenceWorkload, running: float
 ) -> tuple[float, float, float, float] | None:
-    """(request rate, TPOT, chunk tokens, longest step) when the spread loop would put more prompt tokens in a step
-    (λ · TPOT · input) than the engine's max batched tokens admit: every step then carries a full
+    """(request rate, TPOT, chunk tokens, longest step) of a loop that starts prompts as fast as the
+    engine's max batched tokens admit (the bound on the spread loop's rate): every step then carries a full
     chunk, ``chunk/input`` prompts start per step and each decodes for ``output − 1`` steps, so
     ``chunk·(output − 1)/input`` requests (at most ``running``) decode beside the chunk while the rest
     wait. The longest step is a full chunk beside all ``running`` decodes. None without a prompt."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -240,3 +241,25 @@ def test_closed_loop_is_spread_over_its_cycle(llama8b: ModelSpec, h100: GpuSpec)
     wave = 32 * inference._prefill_share_s(replica.step, replica.memory, _w("concurrency"), 32)
     wave_rate = 32 / (wave + 128 * replica.step.decode_s(batch=32, context=512 + 64))
     assert rate == pytest.approx(wave_rate, rel=0.05)
+
+
+def test_closed_loop_past_the_prefill_budget_flattens_instead_of_falling(llama8b: ModelSpec) -> None:
+    # Two-token answers to 128-token prompts on an A10 (vLLM, 2,048-token budget): the prompt budget caps
+    # the loop, so throughput rises then stays flat as clients are added, and TTFT keeps rising.
+    a10 = default_catalog().get_gpu("A10")
+    replica = ReplicaModel.build(llama8b, a10, Layout(engine="vllm"), context_tokens=130)
+    runs = [replica.run(InferenceWorkload(scenario="concurrency", input_tokens=128, output_tokens=2, concurrency=c))
+            for c in (4, 8, 16, 32, 48, 64)]
+    rates = [r[2] for r in runs]
+    assert all(b >= a * (1 - 1e-9) for a, b in itertools.pairwise(rates))
+    assert [r[0] for r in runs] == sorted(r[0] for r in runs)
+
+
+def test_one_token_answers_with_one_slot_queue_instead_of_slowing(llama8b: ModelSpec) -> None:
+    # llama.cpp runs one sequence: a second client waits a whole prefill, and throughput stays the same.
+    a10 = default_catalog().get_gpu("A10")
+    replica = ReplicaModel.build(llama8b, a10, Layout(engine="llamacpp"), context_tokens=129)
+    one, two = (replica.run(InferenceWorkload(scenario="concurrency", input_tokens=128, output_tokens=1,
+                                              concurrency=c)) for c in (1, 2))
+    assert two[2] == pytest.approx(one[2], rel=0.01)
+    assert two[0] == pytest.approx(2 * one[0], rel=0.01)
