@@ -15,7 +15,7 @@ from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
 from gpuplan.perf.calibration import Calibration
-from gpuplan.perf.roofline import power_limited_fraction, tp_link
+from gpuplan.perf.roofline import power_cap, tp_link
 from gpuplan.training.calibration import TrainingCalibration
 from gpuplan.validation.cases import Case
 from gpuplan.validation.predict import predict_case
@@ -33,11 +33,11 @@ def gpu_of(row: ResultRow, catalog: Catalog) -> GpuSpec | None:
 
 def peak_tflops(gpu: GpuSpec, dtype: str, power_exponent: float) -> float | None:
     """The peak the performance model multiplies its efficiency by: the datasheet peak, times the
-    power cap of a PCIe/NVL board (``roofline.power_limited_fraction ** power_exponent``). A
+    power cap of a PCIe/NVL board (``roofline.power_cap``). A
     measurement on a capped board already carries the cap, so efficiencies fitted against this
     peak are not charged it twice."""
     value = gpu.tflops(dtype)
-    return value * power_limited_fraction(gpu) ** power_exponent if value else None
+    return value * power_cap(gpu, power_exponent) if value else None
 
 
 def as_case(row: ResultRow) -> Case:

@@ -123,8 +123,9 @@ class GpuSpec(_Frozen):
         return self
 
     def _check_power_reference(self, ref: PowerReference, tdp_watts: float) -> None:
-        """A same-die sibling at full power: at least this board's TDP and a 16-bit peak within a factor
-        of 2 of its own (a unit slip, PFLOPS for TFLOPS, would otherwise cut the GEMM rate silently)."""
+        """A same-die sibling at full power: at least this board's TDP and a 16-bit peak within
+        ``MAX_SIBLING_PEAK_RATIO`` of its own (a unit slip, PFLOPS for TFLOPS, would otherwise cut the
+        GEMM rate silently)."""
         own = self.dense_tflops.bf16 or self.dense_tflops.fp16
         if ref.tdp_watts < tdp_watts:
             raise ValueError(
@@ -133,7 +134,8 @@ class GpuSpec(_Frozen):
             )
         if not own / MAX_SIBLING_PEAK_RATIO <= ref.bf16_tflops <= own * MAX_SIBLING_PEAK_RATIO:
             raise ValueError(
-                f"GPU {self.id}: power_reference.bf16_tflops {ref.bf16_tflops:g} is not within 2x of this "
+                f"GPU {self.id}: power_reference.bf16_tflops {ref.bf16_tflops:g} is not within "
+                f"{MAX_SIBLING_PEAK_RATIO:g}x of this "
                 f"GPU's own {own:g} TFLOPS; give the sibling's dense 16-bit peak in TFLOPS"
             )
 

@@ -118,8 +118,7 @@ def matmul_flops_per_token(spec: ModelSpec) -> float:
     """Forward FLOPs of the weight matmuls for one token: ``2 × N_active`` (Kaplan et al. 2020),
     N excluding the input embedding lookup and including the LM head (also when tied)."""
     counts = param_counts(spec)
-    head = spec.vocab_size * _embed_dim(spec) if _has_lm_head(spec) else 0
-    return 2.0 * (counts.active - counts.embedding - counts.lm_head + head)
+    return 2.0 * (counts.active - counts.embedding - counts.lm_head) + lm_head_flops_per_token(spec)
 
 
 def lm_head_flops_per_token(spec: ModelSpec) -> float:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -304,11 +304,15 @@ def _own_prefill_s(step: StepModel, w: InferenceWorkload, running: float, alone:
     if running <= 1.0 or w.input_tokens <= 0:
         return alone
     chunk = min(w.input_tokens, max(step.chunk_tokens, 1))
-    steps = math.ceil(w.input_tokens / chunk)
-    mixed = steps * step.step_s(
+    mixed = _prompt_chunks(step, w) * step.step_s(
         batch=running, context=_mean_context(w), prefill_tokens=chunk, prompt_tokens=w.input_tokens
     )
     return max(alone, mixed)
+
+
+def _prompt_chunks(step: StepModel, w: InferenceWorkload) -> int:
+    """Steps one prompt's prefill spans: chunks of at most the engine's max batched tokens."""
+    return math.ceil(w.input_tokens / max(step.chunk_tokens, 1))
 
 
 def _step_boundary_wait_s(running: float, step_s: float) -> float:
@@ -323,17 +327,15 @@ def _concurrency(
     """Closed loop spread over its cycle (module docstring); Little's law solved by Newton's method."""
     clients = float(w.concurrency or 1)
     running = min(clients, _capacity(step, mem, w))
+    decode = step.decode_s(batch=running, context=_mean_context(w))
     if w.output_tokens == 1 and clients > 1:  # prefill-only requests: nothing decodes, prompts pack
         share_s = _prefill_share_s(step, mem, w, running)
-        rate = 1.0 / share_s if share_s > 0 else 1.0 / step.decode_s(batch=running, context=_mean_context(w))
+        rate = 1.0 / (share_s if share_s > 0 else decode)
         ttft = max((running + 1.0) / 2.0 * share_s, step.lone_prefill_s(w.input_tokens))
-        tpot = step.decode_s(batch=running, context=_mean_context(w))
-        return ttft + (clients - running) / rate, tpot, rate, running
-    decode = step.decode_s(batch=running, context=_mean_context(w))
+        return ttft + (clients - running) / rate, decode, rate, running
     if w.input_tokens > 0:
         own = _own_prefill_s(step, w, running, step.lone_prefill_s(w.input_tokens))
-        chunks = math.ceil(w.input_tokens / max(step.chunk_tokens, 1))
-        marginal = max(own - chunks * decode, 0.0) if running > 1.0 else own
+        marginal = max(own - _prompt_chunks(step, w) * decode, 0.0) if running > 1.0 else own
     else:  # no prompt: the first token is a decode step (as ``single`` prices a decode-speed test)
         own, marginal = decode, 0.0
     loop = _SpreadLoop(running, own, marginal, decode, max(w.output_tokens - 1, 0))
@@ -341,20 +343,24 @@ def _concurrency(
     tpot = decode / (1.0 - share)
     budget = _prompt_budget(step, w, running)
     if budget is not None:
-        tpot = min(tpot, budget[3])  # no step lasts longer than one carrying a full chunk
-    ttft = own * (1.0 + share / 2.0) + min(running - 1.0, 1.0) * tpot
+        tpot = min(tpot, budget.longest_step_s)  # no step lasts longer than one carrying a full chunk
+    ttft = own * (1.0 + share / 2.0) + loop.wait_steps * tpot
     rate = running / (ttft + loop.tokens_after_first * tpot)  # Little's law
-    if budget is not None and rate > budget[0]:
-        rate, tpot = budget[0], min(tpot, budget[1])  # prompts queue for the budget: full-chunk steps
+    if budget is not None and rate > budget.rate:
+        rate, tpot = budget.rate, min(tpot, budget.tpot)  # prompts queue for the budget: full-chunk steps
         ttft = running / rate - loop.tokens_after_first * tpot
     ttft += max(clients - running, 0.0) / rate
     return (ttft if w.input_tokens > 0 else 0.0), tpot, rate * w.output_tokens, running
 
 
-def _prompt_budget(
-    step: StepModel, w: InferenceWorkload, running: float
-) -> tuple[float, float, float, float] | None:
-    """(request rate, TPOT, chunk tokens, longest step) of a loop that starts prompts as fast as the
+class _Budget(NamedTuple):
+    rate: float
+    tpot: float
+    longest_step_s: float
+
+
+def _prompt_budget(step: StepModel, w: InferenceWorkload, running: float) -> _Budget | None:
+    """(request rate, TPOT, longest step) of a loop that starts prompts as fast as the
     engine's max batched tokens admit (the bound on the spread loop's rate): every step then carries a full
     chunk, ``chunk/input`` prompts start per step and each decodes for ``output − 1`` steps, so
     ``chunk·(output − 1)/input`` requests (at most ``running``) decode beside the chunk while the rest
@@ -366,7 +372,7 @@ def _prompt_budget(
     context = _mean_context(w)
     full_step_s = step.step_s(batch=decoding, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens)
     longest_s = step.step_s(batch=running, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens)
-    return chunk / w.input_tokens / full_step_s, full_step_s, chunk, longest_s
+    return _Budget(chunk / w.input_tokens / full_step_s, full_step_s, longest_s)
 
 
 @dataclass(frozen=True)
@@ -384,16 +390,23 @@ class _SpreadLoop:
     decode: float
     tokens_after_first: int
 
-    def share(self, rate: float) -> float:
-        return rate * self.marginal * (self.running - 1.0) / self.running
+    @cached_property
+    def interference(self) -> float:
+        """k = marginal·(N − 1)/N: the share β = λ·k of the GPU the other clients' prompts take."""
+        return self.marginal * (self.running - 1.0) / self.running
 
-    def slow(self, rate: float) -> float:
-        return 1.0 / (1.0 - self.share(rate))
+    def share(self, rate: float) -> float:
+        return rate * self.interference
+
+    @cached_property
+    def wait_steps(self) -> float:
+        """The step in progress a new request waits for: one, none for the only request."""
+        return min(self.running - 1.0, 1.0)
 
     @cached_property
     def steps(self) -> float:
         """Decode steps of one request after its first token, plus the step it waits for on arrival."""
-        return self.tokens_after_first + min(self.running - 1.0, 1.0)
+        return self.tokens_after_first + self.wait_steps
 
     def e2e(self, rate: float) -> float:
         share = self.share(rate)
@@ -405,7 +418,7 @@ class _SpreadLoop:
         steps reach float precision; one client (k = 0) is exact at once."""
         base = self.own + self.steps * self.decode
         high = self.running / max(base, 1e-12)
-        k = self.marginal * (self.running - 1.0) / self.running
+        k = self.interference
         if k <= 0.0:
             return high
         low, high = 0.0, min(high, 1.0 / k)

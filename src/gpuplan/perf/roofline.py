@@ -83,6 +83,12 @@ def power_limited_fraction(gpu: GpuSpec) -> float:
     return min(1.0, (gpu.tdp_watts / ref.tdp_watts) / (own_peak / ref.bf16_tflops))
 
 
+def power_cap(gpu: GpuSpec, exponent: float) -> float:
+    """The fitted share of the spec tensor peak a board holds: ``power_limited_fraction ** exponent``
+    (``Calibration.power_limit_exponent``); 1 for boards that are not power-capped."""
+    return float(power_limited_fraction(gpu) ** exponent)
+
+
 PCIE_GEN3_BYTES_PER_S = 32e9
 """Fallback host link (PCIe 3.0 x16, bidirectional) when the catalog gives none."""
 
@@ -132,7 +138,7 @@ class StepModel:
         max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
         eng = cal.engine(layout.engine)
-        power = power_limited_fraction(gpu) ** cal.power_limit_exponent
+        power = power_cap(gpu, cal.power_limit_exponent)
         eta_c = cal.compute(gpu.family) * eng * power * (cal.low_precision_compute_scale if low else 1.0)
         weights = weight_bytes_per_gpu(
             model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.roofline import power_limited_fraction
+from gpuplan.perf.roofline import power_cap
 from gpuplan.training import comm
 from gpuplan.training.calibration import TrainingCalibration
 from gpuplan.training.flops import executed_flops_per_token, forward_flops_per_token, model_flops_per_token
@@ -83,11 +83,6 @@ def _peak(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
     return (gpu.tflops("bf16") or gpu.dense_tflops.fp16) * TFLOPS, "bf16"
 
 
-def _power_cap(gpu: GpuSpec, cal: TrainingCalibration) -> float:
-    """Share of the spec peak a power-capped board sustains (``roofline.power_limited_fraction``)."""
-    return float(power_limited_fraction(gpu) ** cal.power_limit_exponent)
-
-
 def _mfu_key(ctx: _Ctx, path: str) -> str:
     return "int4" if ctx.job.method == "qlora" else path
 
@@ -99,10 +94,11 @@ def compute_s(ctx: _Ctx) -> float:
     tokens = ctx.tokens_per_micro * ctx.micro_batches
     shards = lay.tp * lay.pp
     peak, path = _peak(gpu, job.dtype)
-    peak *= _power_cap(gpu, cal)
+    capped = power_cap(gpu, cal.power_limit_exponent)  # a PCIe/NVL board holds less than its spec peak
+    peak *= capped
     size = ctx.model.hidden_size / (ctx.model.hidden_size + cal.gemm_half_width)
     gemm_rate = peak * cal.mfu_for(gpu.family, _mfu_key(ctx, path)) * size
-    bf16_peak = _peak(gpu, "bf16")[0] * _power_cap(gpu, cal)
+    bf16_peak = _peak(gpu, "bf16")[0] * capped
     attn_rate = bf16_peak * cal.mfu_for(gpu.family, _mfu_key(ctx, "bf16")) * cal.attention_efficiency
     gemm_s = tokens * flops.gemm / shards / gemm_rate
     passes = flops.gemm / max(forward_flops_per_token(ctx.model, job.seq_len).gemm, 1.0)

@@ -127,8 +127,9 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
         concurrency=case.int_field("concurrency"),
         batch_size=case.int_field("batch_size"),
     )
-    metric = _INFERENCE_METRICS["e2e_ms_mean" if is_llmperf_itl(case) else case.metric]
-    per_token = 1.0 / output if is_llmperf_itl(case) else 1.0  # llmperf's ITL is E2E / tokens
+    llmperf_itl = is_llmperf_itl(case)  # llmperf's ITL is E2E / tokens
+    metric = _INFERENCE_METRICS["e2e_ms_mean" if llmperf_itl else case.metric]
+    per_token = 1.0 / output if llmperf_itl else 1.0
     best: float | None = None
     for layout in row_layouts(case, model):
         try:
