@@ -28,6 +28,7 @@ from gpuplan.validation.predict_server import (
     LATENCY_METRIC,
     is_llmperf_itl,
     predict_closed_loop_case,
+    predict_offline_dataset_case,
     predict_server_case,
 )
 from gpuplan.validation.predict_training import predict_training_case
@@ -107,10 +108,9 @@ _INFERENCE_METRICS: dict[str, Callable[[InferencePrediction], float]] = {
 
 def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, simulate: bool) -> float:
     scenario = case.get("scenario")
-    if scenario in ("server", "rate"):
-        return predict_server_case(case, model, gpu, cal)
-    if scenario == "concurrency" and simulate:
-        return predict_closed_loop_case(case, model, gpu, cal)
+    simulated = _simulated_metric(case, model, gpu, cal, simulate)
+    if simulated is not None:
+        return simulated
     if case.metric not in _INFERENCE_METRICS:
         if LATENCY_METRIC.match(case.metric):  # a latency statistic the analytic means do not give
             raise Skip(f"metric {case.metric} needs percentiles from the serving simulator")
@@ -141,6 +141,22 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
     if best is None:
         raise Skip(f"no layout of {model.id} fits on {case.get('num_gpus')}x{gpu.id}")
     return best
+
+
+def _simulated_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, simulate: bool) -> float | None:
+    """Rows the serving simulator prices (None: the analytic model does): server/rate rows always;
+    closed loops and dataset-length offline rows when ``simulate`` (calibration fits use the analytic
+    model for those: fast, and free of sampling noise)."""
+    scenario = case.get("scenario")
+    if scenario in ("server", "rate"):
+        return predict_server_case(case, model, gpu, cal)
+    if not simulate:
+        return None
+    if scenario == "concurrency":
+        return predict_closed_loop_case(case, model, gpu, cal)
+    if scenario == "offline":
+        return predict_offline_dataset_case(case, model, gpu, cal)
+    return None
 
 
 def _better(metric: str, value: float, best: float) -> bool:

@@ -11,8 +11,9 @@
 
 Replicas of a row are identical and MLPerf's harness spreads queries evenly, so one replica is
 simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson), or with ``C / replicas``
-clients. Rows without ``input_len`` use the mean lengths of their benchmark dataset
-(``data/server_datasets.yaml``), with fixed lengths.
+clients. Rows without ``input_len`` take their benchmark dataset's lengths
+(``data/server_datasets.yaml``): resampled from its percentiles where the table has them, else
+fixed at its means; rows with their own lengths run them fixed, as the fixed-length benchmarks do.
 """
 
 from __future__ import annotations
@@ -26,23 +27,23 @@ from gpuplan.errors import GpuplanError
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
 from gpuplan.perf.inference import InferenceWorkload, ReplicaModel
-from gpuplan.sim.capacity import max_rate_under_slo
+from gpuplan.sim.capacity import max_rate_under_slo, saturation_requests_per_s
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.metrics import SimSummary, summarise
 from gpuplan.sim.simulator import simulate
 from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 from gpuplan.validation.cases import Case, Skip
-from gpuplan.validation.datasets import row_lengths
+from gpuplan.validation.datasets import dataset_of, row_lengths
 from gpuplan.validation.layouts import row_layouts
 
 REQUESTS_PER_RUN = 1200
-"""Per probe of the capacity search (throughput rows): its top is the simulated saturation rate, so a
-short run cannot accept an overloaded rate."""
+"""Fewest requests in a run (closed loops of few clients, slow deployments)."""
 RUN_DURATION_S = 600.0
-"""Latency rows are simulated for MLPerf's minimum run length (``*.Server.min_duration = 600000`` ms in
-https://github.com/mlcommons/inference/blob/master/loadgen/mlperf.conf): with E2E in the tens of seconds
-the batch takes a minute to fill, and a 1,200-request run (67 s at 17.8 req/s) read P99 TPOT 35 %
-low on I0016 because it never reached the steady batch."""
+"""Server rows are simulated for MLPerf's minimum run length (``*.Server.min_duration = 600000`` ms in
+https://github.com/mlcommons/inference/blob/master/loadgen/mlperf.conf), each probe of a throughput
+row's capacity search too: with E2E in the tens of seconds (answers of up to 1,024 tokens) the batch
+takes a minute or more to fill, and a 1,200-request run (67 s at 17.8 req/s) read P99 TPOT 35 % low
+on I0016 because it never reached the steady batch."""
 CLOSED_LOOP_REQUESTS_PER_CLIENT = 30
 """Each closed-loop client cycles through ~30 requests: the warm-up share drops the first waves (all
 clients prefilling at once) and the rest is steady state."""
@@ -69,11 +70,27 @@ def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibra
         per_replica = rate / row.replicas
         arrival = ArrivalSpec(kind="poisson", rate_rps=per_replica)
         return _statistic(row.run(arrival, math.ceil(per_replica * RUN_DURATION_S)), *row.latency.groups())
-    probe = row.workload(ArrivalSpec(kind="poisson", rate_rps=1.0), REQUESTS_PER_RUN)
+    offline_rps = row.replica.run(row.mean)[2] / row.mean.output_tokens
+    probe = row.workload(ArrivalSpec(kind="poisson", rate_rps=1.0), math.ceil(offline_rps * RUN_DURATION_S))
     found = max_rate_under_slo(row.replica, probe, _slo(case), _CONFIG, steps=BISECTION_STEPS)
     if not found.feasible:
         raise Skip(found.reason or "infeasible")
-    return _throughput(case, found.rate_rps * row.replicas, row.output_tokens)
+    return _throughput(case, found.rate_rps * row.replicas, row.output_mean)
+
+
+def predict_offline_dataset_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float | None:
+    """An ``offline`` throughput row of a benchmark whose length distribution the dataset table holds
+    (MLPerf Offline): the simulated engine's saturation rate on requests drawn from it; None for other
+    rows (the analytic offline model prices them). Mixed lengths are not their means: a batch of long
+    and short answers holds its KV and refills unevenly (llama2-70b on 8x H100-SXM, I0013: 5.7 % below
+    the analytic model at the mean lengths)."""
+    table = dataset_of(case)
+    if table is None or table.distributions() is None or case.metric not in _THROUGHPUT:
+        return None
+    row = _SimulatedRow.of(case, model, gpu, cal)
+    probe = row.workload(ArrivalSpec(kind="poisson", rate_rps=1.0), REQUESTS_PER_RUN)
+    per_replica = saturation_requests_per_s(row.replica, probe, _CONFIG)
+    return _throughput(case, per_replica * row.replicas, row.output_mean)
 
 
 def predict_closed_loop_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
@@ -84,19 +101,21 @@ def predict_closed_loop_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Ca
     arrival = ArrivalSpec(kind="closed_loop", concurrency=clients, ramp_up_s=row.cycle_s(clients))
     summary = row.run(arrival, CLOSED_LOOP_REQUESTS_PER_CLIENT * clients)
     if row.latency is not None and is_llmperf_itl(case):
-        return _statistic(summary, "e2e", row.latency.group(2)) / row.output_tokens
+        return _statistic(summary, "e2e", row.latency.group(2)) / row.output_mean
     if row.latency is not None:
         return _statistic(summary, *row.latency.groups())
-    return _throughput(case, summary.requests_per_s * row.replicas, row.output_tokens)
+    return _throughput(case, summary.requests_per_s * row.replicas, row.output_mean)
 
 
 @dataclass(frozen=True)
 class _SimulatedRow:
-    """What every simulated row needs: its metric, lengths, one replica and the replica count."""
+    """What every simulated row needs: its metric, mean lengths and their distributions, one replica and
+    the replica count."""
 
     latency: re.Match[str] | None
-    input_tokens: int
-    output_tokens: int
+    mean: InferenceWorkload
+    """Mean lengths, as the analytic model takes them (offline)."""
+    lengths: tuple[LengthDist, LengthDist]
     replica: ReplicaModel
     replicas: int
 
@@ -106,15 +125,25 @@ class _SimulatedRow:
         if case.metric not in _THROUGHPUT and latency is None:
             raise Skip(f"metric {case.metric} is not predicted by the simulator")
         inp, out = row_lengths(case)
-        replica, replicas = _replica(case, model, gpu, cal, (inp, out))
-        return cls(latency, inp, out, replica, replicas)
+        table = dataset_of(case)
+        fixed = LengthDist(kind="fixed", value=max(inp, 1)), LengthDist(kind="fixed", value=out)
+        lengths = (table.distributions() if table is not None else None) or fixed
+        mean = InferenceWorkload(scenario="offline", input_tokens=inp, output_tokens=out)
+        longest = max(lengths[0].values or (inp,)) + max(lengths[1].values or (out,))
+        replica, replicas = _replica(case, model, gpu, cal, mean, longest)
+        return cls(latency, mean, lengths, replica, replicas)
+
+    @property
+    def output_mean(self) -> float:
+        """Mean answer tokens of the simulated requests (what a request rate converts with)."""
+        return self.lengths[1].mean_tokens
 
     def workload(self, arrival: ArrivalSpec, requests: int) -> WorkloadSpec:
-        """Fixed lengths, ``requests`` clamped to [REQUESTS_PER_RUN, MAX_REQUESTS_PER_RUN]."""
+        """The row's lengths, ``requests`` clamped to [REQUESTS_PER_RUN, MAX_REQUESTS_PER_RUN]."""
         return WorkloadSpec(
             arrival=arrival,
-            input_tokens=LengthDist(kind="fixed", value=max(self.input_tokens, 1)),
-            output_tokens=LengthDist(kind="fixed", value=self.output_tokens),
+            input_tokens=self.lengths[0],
+            output_tokens=self.lengths[1],
             num_requests=min(max(REQUESTS_PER_RUN, requests), MAX_REQUESTS_PER_RUN),
             seed=SEED,
         )
@@ -122,14 +151,9 @@ class _SimulatedRow:
     def cycle_s(self, clients: int) -> float:
         """One client's request cycle (E2E) in the analytic closed loop, by Little's law: the ramp that
         starts ``clients`` evenly spread over it (``ArrivalSpec.ramp_up_s``)."""
-        loop = InferenceWorkload(
-            scenario="concurrency",
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            concurrency=clients,
-        )
+        loop = self.mean.model_copy(update={"scenario": "concurrency", "concurrency": float(clients)})
         tokens_per_s = self.replica.run(loop)[2]
-        return clients * self.output_tokens / tokens_per_s if tokens_per_s > 0 else 0.0
+        return clients * loop.output_tokens / tokens_per_s if tokens_per_s > 0 else 0.0
 
     def run(self, arrival: ArrivalSpec, requests: int) -> SimSummary:
         run = simulate(self.replica, generate(self.workload(arrival, requests)), _CONFIG)
@@ -146,7 +170,7 @@ def is_llmperf_itl(case: Case) -> bool:
     return case.metric.startswith("tpot_ms_") and "llmperf" in notes and f"source metric itl_ms_{stat}" in notes
 
 
-def _throughput(case: Case, requests_per_s: float, out: int) -> float:
+def _throughput(case: Case, requests_per_s: float, out: float) -> float:
     """A throughput metric of the whole deployment from its request rate."""
     gpus = case.int_field("num_gpus") or 1
     return {
@@ -172,19 +196,18 @@ def _slo(case: Case) -> Slo:
 
 
 def _replica(
-    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, lengths: tuple[int, int]
+    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, offline: InferenceWorkload, context: int
 ) -> tuple[ReplicaModel, int]:
-    """One replica of the row and how many replicas run. TP given: that one; else the layout with the
-    highest analytic offline throughput of the whole row, the rule of the analytic rows (a submitter
-    tunes the layout for throughput; the smallest TP that fits overloads at the row's rate)."""
+    """One replica of the row, built for requests of up to ``context`` tokens, and how many replicas run.
+    TP given: that one; else the layout with the highest analytic ``offline`` throughput of the whole
+    row, the rule of the analytic rows (a submitter tunes the layout for throughput; the smallest TP
+    that fits overloads at the row's rate)."""
     last = "no layout divides the GPU count"
     best: tuple[float, ReplicaModel, int] | None = None
-    inp, out = lengths
-    offline = InferenceWorkload(scenario="offline", input_tokens=inp, output_tokens=out)
     for layout in row_layouts(case, model):
         try:
             one = layout.model_copy(update={"replicas": 1})  # simulated alone at rate / replicas
-            replica = ReplicaModel.build(model, gpu, one, context_tokens=inp + out, cal=cal)
+            replica = ReplicaModel.build(model, gpu, one, context_tokens=context, cal=cal)
         except GpuplanError as exc:
             last = exc.one_line()
             continue

@@ -7,7 +7,7 @@ import pytest
 from gpuplan.catalog import default_catalog
 from gpuplan.perf.calibration import default_calibration
 from gpuplan.validation.cases import Case
-from gpuplan.validation.datasets import row_lengths
+from gpuplan.validation.datasets import dataset_of, row_lengths
 from gpuplan.validation.predict import predict_case
 
 
@@ -65,7 +65,7 @@ def test_mlperf_rows_take_the_benchmark_lengths_over_their_own() -> None:
     # The llama2-70b rows quote 265 output tokens (the accuracy check's floor, 0.9 x 294.45);
     # the dataset table holds the benchmark's reference mean.
     case = _case("output_tokens_per_s", concurrency=1, input_len="", output_len="265", notes="benchmark=llama2-70b")
-    assert row_lengths(case) == (294, 294)
+    assert row_lengths(case) == (222, 294)
     plain = _case("output_tokens_per_s", concurrency=1)
     assert row_lengths(plain) == (512, 128)
 
@@ -94,3 +94,51 @@ def test_llmperf_inter_token_latency_is_e2e_over_tokens_in_the_fit_path_too() ->
     e2e_p50 = predict_case(_case("e2e_ms_p50", concurrency=8), cat, cal).predicted
     assert simulated_p50 is not None and e2e_p50 is not None
     assert simulated_p50 == pytest.approx(e2e_p50 / 128, rel=1e-9)
+
+
+def _mlperf(scenario: str, metric: str, **extra: str) -> Case:
+    """A v4.0-style MLPerf llama2-70b row: 8x H100-SXM as 4x TP2, fp8, lengths from the dataset table."""
+    fields = {
+        "framework": "trtllm",
+        "model": "meta-llama/Llama-2-70b-hf",
+        "gpu": "H100-SXM",
+        "num_gpus": "8",
+        "tp": "2",
+        "weight_dtype": "fp8",
+        "input_len": "",
+        "output_len": "265",
+        "scenario": scenario,
+        "notes": "constraint: ttft_p99_ms<=2000; tpot_p99_ms<=200 | benchmark=llama2-70b",
+        **extra,
+    }
+    return Case(schema_name="inference", id="M1", metric=metric, value=1.0, quality="B", fields=fields)
+
+
+def test_dataset_lengths_resample_the_mlperf_distribution() -> None:
+    # 100 bin-centre percentiles of the 24,576 prompts (mean 222.33) and of GPT-4's reference answers
+    # (mean 218.89), the answers scaled to what Llama-2-70B-chat generates (294.45) and capped at 1,024.
+    table = dataset_of(_mlperf("offline", "output_tokens_per_s"))
+    assert table is not None and table.verified
+    dists = table.distributions()
+    assert dists is not None
+    prompts, answers = dists
+    assert prompts.kind == answers.kind == "empirical"
+    assert prompts.mean_tokens == pytest.approx(222.33, rel=0.01)
+    assert answers.mean_tokens == pytest.approx(294.45, rel=0.01)
+    assert max(answers.values or ()) <= 1024 and min(prompts.values or ()) >= 48  # dataset min prompt
+
+
+def test_a_dataset_without_percentiles_runs_fixed_means() -> None:
+    gptj = _mlperf("offline", "output_tokens_per_s", notes="benchmark=gptj")
+    table = dataset_of(gptj)
+    assert table is not None and table.distributions() is None
+    assert row_lengths(gptj) == (800, 128)
+    assert dataset_of(_case("output_tokens_per_s", concurrency=1)) is None
+
+
+def test_mlperf_offline_row_is_simulated_on_its_mixed_lengths() -> None:
+    # A batch of mixed answers holds KV for the long ones and refills unevenly: the simulated saturation
+    # on the dataset's lengths sits below the analytic model at the mean lengths, which the fit keeps.
+    row = _mlperf("offline", "output_tokens_per_s")
+    simulated, analytic = _both(row)
+    assert 0.75 * analytic < simulated < analytic
