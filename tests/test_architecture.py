@@ -18,7 +18,7 @@ PACKAGE = SRC / "gpuplan"
 MAX_MODULE_LINES = 500
 
 CORE_EXACT = {
-    "gpuplan.units", "gpuplan.dtypes", "gpuplan.errors", "gpuplan.cost", "gpuplan.models.arith",
+    "gpuplan.units", "gpuplan.dtypes", "gpuplan.errors", "gpuplan.frozen", "gpuplan.cost", "gpuplan.models.arith",
     "gpuplan.models.spec", "gpuplan.catalog.schema", "gpuplan.perf", "gpuplan.recommend", "gpuplan.sim",
     "gpuplan.fleet.spec", "gpuplan.fleet.units", "gpuplan.fleet.sizing", "gpuplan.fleet.assign",
     "gpuplan.fleet.planner", "gpuplan.training.spec", "gpuplan.training.params", "gpuplan.training.flops",

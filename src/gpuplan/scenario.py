@@ -11,19 +11,16 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from gpuplan.cost import OwnershipAssumptions
 from gpuplan.errors import FileFormatError
+from gpuplan.frozen import FiniteModel
 from gpuplan.perf.inference import Scenario as ScenarioKind
 from gpuplan.training.scenario import TrainingScenarioFile
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class HardwareSection(_Frozen):
+class HardwareSection(FiniteModel):
     gpu: str | None = Field(default=None, description="one GPU id for predict / fit")
     count: int = Field(default=1, ge=1, le=100_000)
     gpus: list[str] | None = Field(
@@ -32,19 +29,19 @@ class HardwareSection(_Frozen):
     max_gpus: int = Field(default=64, ge=1, le=4096)
 
 
-class ParallelismSection(_Frozen):
+class ParallelismSection(FiniteModel):
     tp: int | None = Field(default=None, ge=1, le=1024)
     pp: int = Field(default=1, ge=1, le=1024)
     ep: int = Field(default=1, ge=1, le=1024)
 
 
-class PrecisionSection(_Frozen):
+class PrecisionSection(FiniteModel):
     weights: str = "bf16"
     kv_cache: str | None = None
     allowed: list[str] | None = Field(default=None, description="weight dtypes recommend may choose")
 
 
-class WorkloadSection(_Frozen):
+class WorkloadSection(FiniteModel):
     scenario: ScenarioKind = "concurrency"
     input_tokens: int = Field(ge=1, le=10_000_000)
     output_tokens: int = Field(ge=1, le=10_000_000)
@@ -53,20 +50,20 @@ class WorkloadSection(_Frozen):
     batch_size: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
-class SlaSection(_Frozen):
+class SlaSection(FiniteModel):
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)
     ttft_p99_ms: float | None = Field(default=None, gt=0)
     tpot_p99_ms: float | None = Field(default=None, gt=0)
 
 
-class PricesSection(_Frozen):
+class PricesSection(FiniteModel):
     usd_per_gpu_hour: float | None = Field(default=None, gt=0)
     kind: Literal["on_demand", "spot", "reserved_1y", "reserved_3y"] = "on_demand"
     max_usd_per_hour: float | None = Field(default=None, gt=0)
 
 
-class DeploymentDocument(_Frozen):
+class DeploymentDocument(FiniteModel):
     """The sections every serving document shares (predict/recommend and simulate scenarios)."""
 
     model: str

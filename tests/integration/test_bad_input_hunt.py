@@ -201,3 +201,22 @@ def test_training_recommend_refuses_serving_flags(user_error: UserError) -> None
     line = user_error("recommend", "--task", "finetune", "--model", "Qwen/Qwen2.5-7B-Instruct", "--seq-len", "2048",
                       "--tokens", "1e8", "--rate", "5", "--budget", "10")
     assert "--rate, --budget would be ignored by --task finetune" in line
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (("rate_rps: 0.5", "rate_rps: true"), "workload.arrival.rate_rps"),
+        (("count: 5", "count: yes"), "hardware.count"),
+        (("tpot_p99_ms: 100", "tpot_p99_ms: false"), "slo.tpot_p99_ms"),
+    ],
+)
+def test_yaml_booleans_are_not_numbers(
+    user_error: UserError, tmp_path: Path, edit: tuple[str, str], field: str
+) -> None:
+    # YAML reads yes/true/false as booleans; pydantic's lax mode would take them as 1/0 silently.
+    text = (ROOT / "docs" / "playbooks" / "inputs" / "06-t4x5.yaml").read_text(encoding="utf-8")
+    assert edit[0] in text
+    bad = _write(tmp_path / "bool.yaml", text.replace(edit[0], edit[1]))
+    line = user_error("simulate", str(bad))
+    assert f"{field}: expected a number, got the boolean" in line

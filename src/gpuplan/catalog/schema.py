@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, model_validator
+from pydantic import Field, HttpUrl, model_validator
+
+from gpuplan.frozen import FiniteModel
 
 Vendor = Literal["NVIDIA", "AMD", "Intel"]
 Family = Literal["turing", "volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi"]
@@ -19,11 +21,7 @@ LinkKind = Literal["nvlink", "nvlink-bridge", "xgmi", "pcie", "c2c"]
 PriceKind = Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "purchase"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class DenseTflops(_Frozen):
+class DenseTflops(FiniteModel):
     """Dense (no 2:4 sparsity) tensor-core peaks in TFLOPS (TOPS for int8). ``None`` = no such path."""
 
     fp32: float = Field(gt=0, description="non-tensor FP32 vector peak")
@@ -35,7 +33,7 @@ class DenseTflops(_Frozen):
     fp4: float | None = Field(default=None, gt=0)
 
 
-class Interconnect(_Frozen):
+class Interconnect(FiniteModel):
     """GPU-to-GPU and host links. Bandwidths are bidirectional per GPU, bytes/s (NVIDIA's convention)."""
 
     scale_up: LinkKind = Field(description="the fastest GPU-to-GPU link inside a node")
@@ -45,7 +43,7 @@ class Interconnect(_Frozen):
     pcie_bytes_per_s: float | None = Field(default=None, gt=0, description="bidirectional x16")
 
 
-class MigProfile(_Frozen):
+class MigProfile(FiniteModel):
     """One NVIDIA MIG instance profile (``1g.10gb`` …) and how many fit on one GPU."""
 
     name: str
@@ -59,7 +57,7 @@ MAX_SIBLING_PEAK_RATIO = 2.0
 SXM: 1.31x; A100 PCIe vs SXM: 1x)."""
 
 
-class PowerReference(_Frozen):
+class PowerReference(FiniteModel):
     """A sibling part on the same die that runs at its spec clocks within its TDP (the SXM board).
 
     A board with a lower TDP than its sibling but a higher spec peak per watt cannot hold its spec
@@ -73,7 +71,7 @@ class PowerReference(_Frozen):
     bf16_tflops: float = Field(gt=0, description="the sibling's dense 16-bit tensor peak")
 
 
-class GpuSpec(_Frozen):
+class GpuSpec(FiniteModel):
     """One accelerator SKU, in SI units."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.\-]*$")
@@ -145,7 +143,7 @@ class GpuSpec(_Frozen):
         return value
 
 
-class PriceEntry(_Frozen):
+class PriceEntry(FiniteModel):
     """One price observation: per GPU-hour for cloud kinds, per GPU for ``purchase``."""
 
     gpu: str

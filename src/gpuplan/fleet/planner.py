@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.cost import monthly_usd
 from gpuplan.errors import InfeasibleError
 from gpuplan.fleet.assign import Pricing, assign, fleet_cost
 from gpuplan.fleet.sizing import PoolOption, SizingMiss, class_space, size_class
 from gpuplan.fleet.spec import FleetSpec, WorkloadClass
 from gpuplan.fleet.units import PoolUnit
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
 from gpuplan.recommend.request import Plan, ServingTarget
@@ -37,11 +36,7 @@ GENERAL_MIN_MEMORY_BYTES = 40e9
 """Data-centre parts with ≥ 40 GB HBM (A100, MI300X ...) are general tier; smaller cards are cost tier."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class FleetPool(_Frozen):
+class FleetPool(FrozenModel):
     name: str
     workload_class: str
     model: str
@@ -64,7 +59,7 @@ class FleetPool(_Frozen):
     headroom: float
 
 
-class TierSummary(_Frozen):
+class TierSummary(FrozenModel):
     tier: Tier
     units: list[str]
     physical_gpus: float
@@ -72,13 +67,13 @@ class TierSummary(_Frozen):
     utilisation: float
 
 
-class SingleTypeFleet(_Frozen):
+class SingleTypeFleet(FrozenModel):
     unit: str
     usd_per_month: float | None
     reason: str = ""
 
 
-class TrainingAllocation(_Frozen):
+class TrainingAllocation(FrozenModel):
     name: str
     model: str
     gpu: str
@@ -90,7 +85,7 @@ class TrainingAllocation(_Frozen):
     usd_per_month: float
 
 
-class FleetPlan(_Frozen):
+class FleetPlan(FrozenModel):
     name: str
     engine: str
     search: str

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from gpuplan.dtypes import get_dtype
+from gpuplan.frozen import FiniteModel
 from gpuplan.recommend.request import Sla
 
 SHARE_TOLERANCE = 1e-6
@@ -22,11 +23,7 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 """RFC 1123 label (Kubernetes object names are built from class names)."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class WorkloadClass(_Frozen):
+class WorkloadClass(FiniteModel):
     """One kind of request: short chat, long report, ..."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
@@ -52,7 +49,7 @@ class WorkloadClass(_Frozen):
         return self
 
 
-class TrainingJobSpec(_Frozen):
+class TrainingJobSpec(FiniteModel):
     """A training / fine-tuning job with a deadline, planned with ``gpuplan.training``."""
 
     name: str = Field(pattern=DNS_LABEL, max_length=40)
@@ -65,7 +62,7 @@ class TrainingJobSpec(_Frozen):
     runs_per_month: float = Field(default=1.0, gt=0)
 
 
-class InventoryItem(_Frozen):
+class InventoryItem(FiniteModel):
     """GPUs (or MIG slices) already owned: they cost ``owned_usd_per_gpu_hour``, not the list price."""
 
     gpu: str = Field(description="catalog id, alias or GPU Feature Discovery product label")
@@ -73,7 +70,7 @@ class InventoryItem(_Frozen):
     count: int = Field(ge=0, le=1_000_000)
 
 
-class FleetSpec(_Frozen):
+class FleetSpec(FiniteModel):
     """The whole fleet document (docs/deploy.md)."""
 
     name: str = Field(default="fleet", pattern=DNS_LABEL, max_length=40)

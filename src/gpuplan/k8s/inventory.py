@@ -11,21 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.catalog import Catalog
 from gpuplan.errors import GpuplanError
+from gpuplan.frozen import FrozenModel
 from gpuplan.k8s.labels import GPU_RESOURCE, MEMORY_LABEL, MIG_RESOURCE_PREFIX, PRODUCT_LABEL, gpu_from_label
 
 DONE_PHASES = ("Succeeded", "Failed")
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class NodeGpus(_Frozen):
+class NodeGpus(FrozenModel):
     node: str
     product: str
     gpu: str | None
@@ -36,7 +31,7 @@ class NodeGpus(_Frozen):
     used_by_gpuplan: int
 
 
-class InventoryTotal(_Frozen):
+class InventoryTotal(FrozenModel):
     product: str
     gpu: str | None
     mig_profile: str | None
@@ -47,7 +42,7 @@ class InventoryTotal(_Frozen):
     available: int
 
 
-class ClusterInventory(_Frozen):
+class ClusterInventory(FrozenModel):
     server: str
     nodes: list[NodeGpus]
     totals: list[InventoryTotal]

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from gpuplan.frozen import FrozenModel
 
 AttentionKind = Literal["mha", "gqa", "mqa", "mla", "none"]
 MlpKind = Literal["gated", "plain"]
 LayerKind = Literal["attention", "mamba", "mlp_only"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MoeSpec(_Frozen):
+class MoeSpec(FrozenModel):
     """Mixture-of-experts FFN: ``num_experts`` routed experts, ``top_k`` active per token."""
 
     num_experts: int = Field(ge=1)
@@ -38,7 +36,7 @@ class MoeSpec(_Frozen):
     )
 
 
-class MlaSpec(_Frozen):
+class MlaSpec(FrozenModel):
     """DeepSeek multi-head latent attention dims (KV cache holds ``kv_lora_rank + qk_rope_head_dim``)."""
 
     q_lora_rank: int | None
@@ -48,7 +46,7 @@ class MlaSpec(_Frozen):
     v_head_dim: int
 
 
-class KvGroup(_Frozen):
+class KvGroup(FrozenModel):
     """Layers that share one KV-cache shape. ``window_tokens`` is set for sliding-window layers."""
 
     num_layers: int = Field(ge=1)
@@ -56,7 +54,7 @@ class KvGroup(_Frozen):
     window_tokens: int | None = Field(default=None, ge=1)
 
 
-class ModelSpec(_Frozen):
+class ModelSpec(FrozenModel):
     """A transformer (or hybrid) LM's architecture, enough for params, FLOPs and KV-cache bytes."""
 
     id: str
@@ -95,7 +93,7 @@ class ModelSpec(_Frozen):
     source: tuple[str, ...] = ()
 
 
-class ParamCounts(_Frozen):
+class ParamCounts(FrozenModel):
     """Parameter counts in elements (not bytes)."""
 
     total: int

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from gpuplan.catalog.schema import GpuSpec
+from gpuplan.frozen import FrozenModel
 
 Objective = Literal["cost", "latency", "throughput"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Sla(_Frozen):
+class Sla(FrozenModel):
     """Latency limits a plan must meet: steady-state means (``ttft_ms``, ``tpot_ms``) and/or P99s,
     which are sized with the serving simulator (see docs/metrics.md)."""
 
@@ -29,7 +26,7 @@ class Sla(_Frozen):
         return self.ttft_p99_ms is not None or self.tpot_p99_ms is not None
 
 
-class ServingTarget(_Frozen):
+class ServingTarget(FrozenModel):
     """The load: a request rate (open loop) or a number of requests in flight (closed loop)."""
 
     input_tokens: int = Field(ge=1, le=10_000_000)
@@ -44,7 +41,7 @@ class ServingTarget(_Frozen):
         return self
 
 
-class SearchSpace(_Frozen):
+class SearchSpace(FrozenModel):
     """What the search may choose from."""
 
     weight_dtypes: tuple[str, ...] = ("bf16", "fp8", "int4")
@@ -68,7 +65,7 @@ class SearchSpace(_Frozen):
     )
 
 
-class GpuOffer(_Frozen):
+class GpuOffer(FrozenModel):
     """A GPU and what one GPU-hour of it costs (resolved from the catalog by the caller)."""
 
     gpu: GpuSpec
@@ -78,7 +75,7 @@ class GpuOffer(_Frozen):
     purchase_usd: float | None = Field(default=None, gt=0)
 
 
-class MemoryBreakdownGib(_Frozen):
+class MemoryBreakdownGib(FrozenModel):
     weights: float
     kv_cache: float
     activation: float
@@ -87,7 +84,7 @@ class MemoryBreakdownGib(_Frozen):
     capacity: float
 
 
-class Plan(_Frozen):
+class Plan(FrozenModel):
     """One ranked answer: the JSON contract of ``recommend --format json`` (docs/recommend.md)."""
 
     gpu: str
@@ -120,7 +117,7 @@ class Plan(_Frozen):
     )
 
 
-class Rejection(_Frozen):
+class Rejection(FrozenModel):
     """Why a GPU type produced no plan, in words and numbers."""
 
     gpu: str
@@ -128,7 +125,7 @@ class Rejection(_Frozen):
     kind: Literal["memory", "latency", "count", "budget", "price", "layout", "cost"]
 
 
-class Recommendation(_Frozen):
+class Recommendation(FrozenModel):
     model: str
     objective: Objective
     plans: list[Plan]

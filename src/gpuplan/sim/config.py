@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from gpuplan.frozen import FiniteModel
 
 DEFAULT_MAX_EVENTS = 5_000_000
 """Hard cap on simulated events (arrivals + engine steps + KV hand-offs): about a minute of CPU on a
@@ -14,11 +16,7 @@ DEFAULT_MAX_SIM_TIME_S = 7 * 24 * 3600.0
 """Hard cap on simulated time (one week): any workload still running by then is overloaded."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class Disaggregation(_Frozen):
+class Disaggregation(FiniteModel):
     """Separate prefill and decode pools (DistServe, Zhong et al. 2024; Mooncake; DeepSeek-V3 serving).
 
     The prefill pool computes prompts and the first token, then ships the KV to a decode replica over
@@ -29,7 +27,7 @@ class Disaggregation(_Frozen):
     kv_transfer_bytes_per_s: float | None = Field(default=None, gt=0)
 
 
-class SimConfig(_Frozen):
+class SimConfig(FiniteModel):
     """Scheduler settings; ``None`` means the engine default from ``perf/data/engines.yaml``."""
 
     max_num_seqs: int | None = Field(default=None, ge=1, le=1_000_000)
@@ -56,7 +54,7 @@ class SimConfig(_Frozen):
     record_timeline: bool = True
 
 
-class Slo(_Frozen):
+class Slo(FiniteModel):
     """P99 limits (ms) a load must meet; ``None`` = not constrained."""
 
     ttft_p99_ms: float | None = Field(default=None, gt=0)

@@ -16,8 +16,9 @@
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gpuplan.frozen import FrozenModel
 from gpuplan.sim.config import Slo
 from gpuplan.sim.simulator import SimResult
 from gpuplan.sim.workload import FloatArray
@@ -26,11 +27,7 @@ from gpuplan.units import MS_PER_S
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Distribution(_Frozen):
+class Distribution(FrozenModel):
     """Mean and percentiles of one latency, milliseconds (None when no request reached it)."""
 
     mean_ms: float | None
@@ -40,7 +37,7 @@ class Distribution(_Frozen):
     p99_ms: float | None
 
 
-class SimSummary(_Frozen):
+class SimSummary(FrozenModel):
     """What ``gpuplan simulate`` reports (JSON contract in docs/simulator.md)."""
 
     requests: int

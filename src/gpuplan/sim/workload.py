@@ -16,9 +16,10 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from gpuplan.errors import FileFormatError, UserInputError
+from gpuplan.frozen import FiniteModel
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -26,11 +27,7 @@ MAX_TOKENS = 10_000_000
 """Same bound as ``InferenceWorkload`` (perf/inference.py): longer requests are input mistakes."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
-class LengthDist(_Frozen):
+class LengthDist(FiniteModel):
     """Token count of each request: ``fixed`` (value), ``uniform`` (low..high inclusive), ``normal``
     (mean, std), ``lognormal`` (mean, std of the tokens themselves), ``empirical`` (resample values)."""
 
@@ -88,7 +85,7 @@ class LengthDist(_Frozen):
         return np.clip(np.rint(raw), 1, MAX_TOKENS).astype(np.int64)
 
 
-class ArrivalSpec(_Frozen):
+class ArrivalSpec(FiniteModel):
     """``poisson`` / ``gamma`` at ``rate_rps`` (gamma: coefficient of variation ``cv`` of the gaps,
     > 1 is bursty), ``closed_loop`` with ``concurrency`` clients (a client sends its next request when
     the last one finishes, no think time), or ``trace`` (times from the trace file).
@@ -120,7 +117,7 @@ class ArrivalSpec(_Frozen):
         return self
 
 
-class WorkloadSpec(_Frozen):
+class WorkloadSpec(FiniteModel):
     """A whole simulated workload: arrivals, prompt and answer lengths, how many requests, the seed."""
 
     arrival: ArrivalSpec

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gpuplan.errors import UserInputError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 
 Method = Literal["pretrain", "full_ft", "lora", "qlora"]
@@ -28,11 +29,7 @@ it is the median over the training.csv rows that state VP (performance_summary.h
 https://docs.nvidia.com/nemo-framework/user-guide/latest/performance/performance_summary.html)."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TrainingJob(_Frozen):
+class TrainingJob(FrozenModel):
     """The work: method, precision, sequence length and the global batch (sequences per step)."""
 
     method: Method = "pretrain"
@@ -52,7 +49,7 @@ class TrainingJob(_Frozen):
         return self.method in ("lora", "qlora")
 
 
-class TrainingLayout(_Frozen):
+class TrainingLayout(FrozenModel):
     """How the job is spread over GPUs. ``dp`` counts data-parallel (or FSDP-shard) replicas;
     expert parallelism ``ep`` lives inside ``dp·cp`` as in Megatron-Core."""
 
