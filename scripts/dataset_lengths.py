@@ -1,7 +1,7 @@
 """Percentiles of a benchmark dataset's prompt and answer lengths, for ``validation/data/server_datasets.yaml``.
 
-Reads a CSV with columns ``input_length,output_length`` (one row per dataset sample; MLPerf's
-pickles carry them as ``tok_input_length`` / ``tok_output_length``) and prints the YAML fields: the
+Reads a CSV with columns ``input_length`` and ``output_length`` (or MLPerf's own names,
+``tok_input_length`` / ``tok_output_length``), one row per dataset sample, in any order, and prints the YAML fields: the
 means and ``PERCENTILE_POINTS`` percentiles at the centres of equal-probability bins, so that
 resampling the percentiles uniformly reproduces the distribution (and its mean) to well under 1 %.
 
@@ -10,6 +10,7 @@ resampling the percentiles uniformly reproduces the distribution (and its mean) 
 
 from __future__ import annotations
 
+import csv
 import sys
 from pathlib import Path
 
@@ -25,10 +26,27 @@ def percentiles(values: np.ndarray) -> list[int]:
     return [int(v) for v in np.rint(np.quantile(values, centres))]
 
 
+COLUMNS = {"input": ("input_length", "tok_input_length"), "reference_output": ("output_length", "tok_output_length")}
+"""Header names accepted for each column (a summary table's, or the MLPerf pickle's own)."""
+
+
+def read_columns(path: Path) -> dict[str, np.ndarray]:
+    """The two length columns of the CSV, found by their header names."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header = [name.strip() for name in next(reader)]
+        rows = [row for row in reader if row]
+    columns = {}
+    for key, names in COLUMNS.items():
+        found = [header.index(n) for n in names if n in header]
+        if not found:
+            sys.exit(f"{path}: no {' or '.join(names)} column in the header {header}")
+        columns[key] = np.asarray([float(row[found[0]]) for row in rows], dtype=np.float64)
+    return columns
+
+
 def main(path: Path) -> None:
-    table = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
-    for column, name in ((0, "input"), (1, "reference_output")):
-        values = table[:, column]
+    for name, values in read_columns(path).items():
         points = percentiles(values)
         print(f"# {name}: {len(values)} samples, mean {values.mean():.2f}, percentile-atom mean {np.mean(points):.2f}")
         print(f"{name}_tokens_percentiles: {points}")

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gpuplan.frozen import FrozenModel
 from gpuplan.units import HOURS_PER_MONTH, HOURS_PER_YEAR, MILLION, S_PER_HOUR, W_PER_KW
 
 DEFAULT_AMORTISATION_YEARS = 3.0
@@ -30,11 +31,9 @@ DEFAULT_SERVER_OVERHEAD = 0.35
 """Host, networking and rack cost on top of the GPU price (an 8-GPU HGX server adds ~30-40 %)."""
 
 
-class OwnershipAssumptions(BaseModel):
+class OwnershipAssumptions(FrozenModel):
     """Inputs of the owned-TCO model; every field can be overridden by the user (scenario section
     ``ownership:``, docs/scenarios.md)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     amortisation_years: float = Field(default=DEFAULT_AMORTISATION_YEARS, gt=0, le=20)
     pue: float = Field(default=DEFAULT_PUE, ge=1, le=3)

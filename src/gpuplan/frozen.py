@@ -1,9 +1,10 @@
 """The base of gpuplan's validated, immutable objects (pydantic, ``extra="forbid"``).
 
 One rule lives here because pydantic's lax mode does not apply it: a boolean is not a number. YAML
-reads ``count: yes`` or ``rate_rps: true`` as a boolean, and lax validation would turn it into 1 or
-1.0 silently; strict mode would refuse it but also the lists YAML gives for tuples. So a number field
-refuses booleans by name, and everything else stays lax.
+reads ``count: yes`` or ``rate_rps: true`` as a boolean (JSON bodies carry ``true`` too), and lax
+validation would turn it into 1 or 1.0 silently; strict mode would refuse it but also the lists YAML
+gives for tuples. So a field that holds numbers refuses booleans, in lists, tuples and dict values as
+well, unless its type also admits ``bool``; everything else stays lax.
 """
 
 from __future__ import annotations
@@ -16,19 +17,44 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 _NUMBERS = (int, float)
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
-def _is_number_type(annotation: object) -> bool:
-    """``int``, ``float``, or an optional/union of them (bool, a subclass of int, is not one)."""
-    if annotation in _NUMBERS:
-        return True
+def _members(annotation: object) -> list[object]:
+    """The types a field may hold: a union's members (None dropped), an Annotated's base type."""
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return _is_number_type(typing.get_args(annotation)[0])
+        return _members(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return bool(members) and all(_is_number_type(a) for a in members)
+        return [m for arg in typing.get_args(annotation) if arg is not type(None) for m in _members(arg)]
+    return [annotation]
+
+
+def _boolean_as_number(annotation: object, value: object) -> bool:
+    """Whether ``value`` puts a boolean where ``annotation`` wants a number, at any depth of a list,
+    tuple or dict (a union that also admits ``bool`` keeps its booleans)."""
+    members = _members(annotation)
+    if isinstance(value, bool):
+        return bool not in members and any(m in _NUMBERS for m in members)
+    if isinstance(value, (list, tuple)):
+        return any(_item_is_boolean_number(m, i, item) for m in members for i, item in enumerate(value))
+    if isinstance(value, dict):
+        return any(
+            typing.get_origin(m) is dict and _boolean_as_number(typing.get_args(m)[1], item)
+            for m in members
+            for item in value.values()
+        )
     return False
+
+
+def _item_is_boolean_number(container: object, index: int, item: object) -> bool:
+    """The i-th item of a list/tuple/set value against the container type's item type."""
+    origin, args = typing.get_origin(container), typing.get_args(container)
+    if origin not in _SEQUENCES or not args:
+        return False
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        return index < len(args) and _boolean_as_number(args[index], item)
+    return _boolean_as_number(args[0], item)
 
 
 class FrozenModel(BaseModel):
@@ -39,12 +65,9 @@ class FrozenModel(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, bool) and info.field_name is not None:
-            field = cls.model_fields.get(info.field_name)
-            if field is not None and _is_number_type(field.annotation):
-                raise PydanticCustomError(
-                    "number_not_boolean", "expected a number, got the boolean {value}", {"value": str(value).lower()}
-                )
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and _boolean_as_number(field.annotation, value):
+            raise PydanticCustomError("number_not_boolean", "expected a number, got a boolean (true/false)")
         return value
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from gpuplan import service
 from gpuplan.catalog import Catalog
 from gpuplan.errors import GpuplanError, UserInputError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 from gpuplan.recommend import GpuOffer, Plan, Recommendation
 from gpuplan.scenario import ScenarioFile
@@ -54,10 +54,8 @@ MEMORY_PARTS = (
 )
 
 
-class ScalingPoint(BaseModel):
+class ScalingPoint(FrozenModel):
     """Saturated (offline) output throughput of one GPU type at one GPU count."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     gpu: str
     gpus: int

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gpuplan.catalog import Catalog
+from gpuplan.frozen import FrozenModel
 from gpuplan.models import get_model
 from gpuplan.models.registry import model_for_seq_len
 from gpuplan.perf.memory import usable_memory_bytes
@@ -36,10 +37,8 @@ TRAIN_MEMORY_PARTS = (
 )
 
 
-class TrainMemoryBar(BaseModel):
+class TrainMemoryBar(FrozenModel):
     """The training memory of the most loaded GPU of one ranked plan (``train-fit`` of its layout)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rank: int
     gpu: str

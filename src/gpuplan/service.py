@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.cost import usd_per_million_tokens
 from gpuplan.dtypes import get_dtype
 from gpuplan.errors import UserInputError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
@@ -111,10 +112,8 @@ def recommend_from_scenario(
     )
 
 
-class PredictResult(BaseModel):
+class PredictResult(FrozenModel):
     """``gpuplan predict`` output."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
     gpu: str
@@ -187,10 +186,8 @@ def predict_from_scenario(
     )
 
 
-class FitResult(BaseModel):
+class FitResult(FrozenModel):
     """``gpuplan fit``: the memory breakdown on one GPU of the replica, and what it holds."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
     gpu: str

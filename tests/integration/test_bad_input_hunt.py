@@ -219,4 +219,4 @@ def test_yaml_booleans_are_not_numbers(
     assert edit[0] in text
     bad = _write(tmp_path / "bool.yaml", text.replace(edit[0], edit[1]))
     line = user_error("simulate", str(bad))
-    assert f"{field}: expected a number, got the boolean" in line
+    assert f"{field}: expected a number, got a boolean (true/false)" in line

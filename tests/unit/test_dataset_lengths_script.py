@@ -28,3 +28,16 @@ def test_percentiles_are_bin_centres_that_keep_the_mean(tmp_path: Path) -> None:
 def test_usage_error_names_the_expected_columns() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
     assert done.returncode != 0 and "input_length,output_length" in done.stderr
+
+
+def test_columns_are_found_by_name_in_any_order(tmp_path: Path) -> None:
+    table = tmp_path / "pickle_columns.csv"
+    table.write_text("tok_output_length,id,tok_input_length\n" + "".join(f"{2 * i},x{i},{i}\n" for i in range(1, 101)))
+    out = subprocess.run([sys.executable, str(SCRIPT), str(table)], capture_output=True, text=True, check=True).stdout
+    fields = dict(line.split(": ", 1) for line in out.splitlines() if not line.startswith("#"))
+    assert ast.literal_eval(fields["input_tokens_percentiles"])[-1] == 100
+    assert ast.literal_eval(fields["reference_output_tokens_percentiles"])[-1] == 199
+    missing = tmp_path / "missing.csv"
+    missing.write_text("a,b\n1,2\n")
+    done = subprocess.run([sys.executable, str(SCRIPT), str(missing)], capture_output=True, text=True)
+    assert done.returncode != 0 and "no input_length or tok_input_length column" in done.stderr

@@ -15,9 +15,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from gpuplan.errors import FileFormatError
+from gpuplan.frozen import FrozenModel
 from gpuplan.results import RunInfo, Store
 from gpuplan.results.measurements import run_measurements
 from gpuplan.scenario import describe_validation_error
@@ -29,8 +30,7 @@ COLUMNS = ("id", "kind", "gpu", "metric", "value", *FIELDS)
 SERVE_METRICS = {"concurrency": ("ttft_ms", "tpot_ms", "output_tokens_per_s"), "rate": ("ttft_ms", "tpot_ms")}
 
 
-class ResultRow(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class ResultRow(FrozenModel):
 
     id: str
     kind: Kind

@@ -10,10 +10,9 @@ meets the SLA.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.errors import InfeasibleError
 from gpuplan.fleet.units import PoolUnit
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
 from gpuplan.perf.inference import ReplicaModel
@@ -25,10 +24,8 @@ SINGLE_DEVICE = (1,)
 """A MIG slice has no peer links: one replica per slice (tp = pp = 1)."""
 
 
-class PoolOption(BaseModel):
+class PoolOption(FrozenModel):
     """One way to serve a class: its pool on one unit."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     workload_class: str
     unit: str
@@ -40,10 +37,8 @@ class PoolOption(BaseModel):
     utilisation: float
 
 
-class SizingMiss(BaseModel):
+class SizingMiss(FrozenModel):
     """Why a class cannot be served on a unit."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     workload_class: str
     unit: str

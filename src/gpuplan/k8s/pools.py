@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gpuplan.catalog import Catalog
 from gpuplan.fleet.planner import FleetPlan, Tier, tier_of
 from gpuplan.fleet.spec import DNS_LABEL
 from gpuplan.fleet.units import PoolUnit, mig_unit, whole_gpu_unit
+from gpuplan.frozen import FrozenModel
 from gpuplan.k8s.labels import product_label
 from gpuplan.recommend.request import GpuOffer, Plan
 from gpuplan.units import MIB
@@ -33,10 +34,8 @@ MEMORY_LABEL_FLOOR = 0.9
 matches when it reports at least 90 % of the nominal size."""
 
 
-class PoolDeployment(BaseModel):
+class PoolDeployment(FrozenModel):
     """One Deployment (and its Service and PDB)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(pattern=DNS_LABEL, max_length=52)
     fleet: str = Field(pattern=DNS_LABEL, max_length=63)

@@ -23,9 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.errors import FileFormatError, UnknownNameError, UserInputError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models import arith
 from gpuplan.models.hf_config import parse_hf_config
 from gpuplan.models.spec import ModelSpec
@@ -37,10 +36,8 @@ _BF16_BYTES = 2
 _REPO_ID = re.compile(r"^[\w.-]+(/[\w.-]+)?$")
 
 
-class ModelSummary(BaseModel):
+class ModelSummary(FrozenModel):
     """One row of ``gpuplan models``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     model_type: str

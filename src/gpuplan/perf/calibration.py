@@ -38,19 +38,18 @@ from functools import lru_cache
 from importlib import resources
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from gpuplan.errors import DataError, first_problem
+from gpuplan.frozen import FiniteModel
 
 DEFAULT_FAMILY = "default"
 MAX_FACTOR = 1.5
 """No efficiency can exceed the peak by much (1.5 leaves room for a datasheet that understates)."""
 
 
-class FitProvenance(BaseModel):
+class FitProvenance(FiniteModel):
     """How the factors were obtained, so a user can judge and repeat the fit."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     method: str
     data: str
@@ -59,10 +58,8 @@ class FitProvenance(BaseModel):
     fitted_on: str
 
 
-class Calibration(BaseModel):
+class Calibration(FiniteModel):
     """The efficiency factors the performance model reads (see module docstring)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     compute_efficiency: dict[str, float]
     bandwidth_efficiency: dict[str, float]

@@ -12,18 +12,17 @@ from importlib import resources
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from gpuplan.errors import DataError, UnknownNameError
+from gpuplan.frozen import FrozenModel
 
 EngineName = Literal["vllm", "trtllm", "sglang", "lmdeploy", "tgi", "llamacpp", "mlc", "other"]
 KvReservation = Literal["full", "current"]
 
 
-class EngineProfile(BaseModel):
+class EngineProfile(FrozenModel):
     """What one engine family does by default."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: EngineName
     max_num_seqs: int = Field(ge=1, description="largest decode batch")

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import InfeasibleError, UserInputError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration, default_calibration
 from gpuplan.perf.layout import Layout
@@ -55,10 +56,8 @@ SPREAD_TOLERANCE = 1e-12
 steps to float precision; the bound only guards against a non-terminating loop."""
 
 
-class InferenceWorkload(BaseModel):
+class InferenceWorkload(FrozenModel):
     """What the replicas are asked to do."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     scenario: Scenario = "concurrency"
     input_tokens: int = Field(default=0, ge=0, le=10_000_000)
@@ -68,10 +67,8 @@ class InferenceWorkload(BaseModel):
     rate_rps: float | None = Field(default=None, gt=0, le=1e7, description="open-loop arrival rate")
 
 
-class InferencePrediction(BaseModel):
+class InferencePrediction(FrozenModel):
     """Predicted latency and throughput of a whole deployment (all replicas)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     ttft_s: float
     tpot_s: float

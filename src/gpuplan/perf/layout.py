@@ -7,21 +7,20 @@ exceed the layer count; EP must divide the routed experts and is drawn from the 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.dtypes import get_dtype
 from gpuplan.errors import UserInputError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 
 TRTLLM_ENGINE = "trtllm"
 """The engine whose FP4 means NVIDIA ModelOpt NVFP4 checkpoints (see :meth:`Layout.resolved_kv_dtype`)."""
 
 
-class Layout(BaseModel):
+class Layout(FrozenModel):
     """How one model replica is spread over GPUs, and how many replicas run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     tp: int = Field(default=1, ge=1, le=1024)
     pp: int = Field(default=1, ge=1, le=1024)

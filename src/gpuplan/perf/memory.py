@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.dtypes import get_dtype
+from gpuplan.frozen import FrozenModel
 from gpuplan.models import arith
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.engines import (
@@ -48,10 +47,8 @@ LOGIT_BYTES_PER_ELEMENT = 4.0
 SIXTEEN_BIT = 2.0
 
 
-class WeightBytes(BaseModel):
+class WeightBytes(FrozenModel):
     """Weight bytes on the most loaded GPU of a replica, by part."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     total: float
     dense_linear: float
@@ -59,10 +56,8 @@ class WeightBytes(BaseModel):
     embeddings: float
 
 
-class InferenceMemory(BaseModel):
+class InferenceMemory(FrozenModel):
     """The memory breakdown of one GPU of a replica, and the replica's KV capacity."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     usable_bytes: float
     budget_bytes: float

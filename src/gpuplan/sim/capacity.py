@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from gpuplan.frozen import FrozenModel
 from gpuplan.perf.inference import InferenceWorkload, ReplicaModel
 from gpuplan.sim.config import SimConfig, Slo
 from gpuplan.sim.metrics import SimSummary, summarise
@@ -46,11 +46,9 @@ PROBE_REQUESTS = 20
 """Requests in the rate → 0 probe: alone in the system, each sees the same latency."""
 
 
-class CapacityResult(BaseModel):
+class CapacityResult(FrozenModel):
     """Highest passing rate (whole deployment) and the summary at that rate; ``feasible`` False when
     even the near-zero rate misses the SLO (``reason`` says which limit)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     feasible: bool
     rate_rps: float

@@ -26,18 +26,17 @@ from functools import lru_cache
 from importlib import resources
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from gpuplan.errors import DataError, first_problem
+from gpuplan.frozen import FrozenModel
 from gpuplan.perf.calibration import FitProvenance
 
 DEFAULT_KEY = "default"
 
 
-class TrainingCalibration(BaseModel):
+class TrainingCalibration(FrozenModel):
     """Efficiency factors of the training step model (see module docstring)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mfu: dict[str, float]
     gemm_half_width: float = Field(gt=0, le=8192)

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 from gpuplan.training.activations import (
     LogitsKind,
@@ -87,10 +86,8 @@ FSDP_PREFETCH_LAYERS = 2
 """FSDP gathers one layer unsharded and prefetches the next: 2 layers of bf16 params + fp32 grads."""
 
 
-class MemoryOptions(BaseModel):
+class MemoryOptions(FrozenModel):
     """How a framework runs and reports memory (module docstring); defaults = plain PyTorch mixed precision."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     pure_bf16: bool = False
     counting: Counting = "device"
@@ -98,12 +95,10 @@ class MemoryOptions(BaseModel):
     selective_policy: SelectivePolicy = "korthikanti"
 
 
-class TrainingMemory(BaseModel):
+class TrainingMemory(FrozenModel):
     """Bytes on the most loaded GPU, by part, and the total. Gradients and activations peak at
     different times when nothing accumulates, so the parts can add up to more than the total;
     ``activations_bytes`` includes FSDP's unsharded parameter/gradient buffers."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     weights_bytes: float
     gradients_bytes: float

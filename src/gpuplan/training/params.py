@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict
-
+from gpuplan.frozen import FrozenModel
 from gpuplan.models import arith
 from gpuplan.models.spec import ModelSpec
 from gpuplan.training.spec import LoraTargets
 
 
-class ParamSplit(BaseModel):
+class ParamSplit(FrozenModel):
     """Elements by kind: ``routed`` are expert weights (sharded by EP), ``dense`` everything else."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     total: int
     routed: int

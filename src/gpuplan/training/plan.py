@@ -8,14 +8,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.cost import DEFAULT_PUE, DEFAULT_UTILISATION
+from gpuplan.frozen import FrozenModel
 from gpuplan.units import S_PER_HOUR, W_PER_KW
 
 
-class TrainingCost(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class TrainingCost(FrozenModel):
 
     wall_hours: float
     gpu_hours: float

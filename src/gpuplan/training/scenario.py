@@ -5,23 +5,18 @@ section (docs/scenarios.md); parsing is pure, errors name the file and the line 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from gpuplan.frozen import FiniteModel
 from gpuplan.training.spec import TrainingJob, TrainingLayout
 
 
-class TrainingHardware(BaseModel):
+class TrainingHardware(FiniteModel):
     """The GPU type; the count is the layout's tp × pp × dp × cp."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     gpu: str
 
 
-class TrainingScenarioFile(BaseModel):
+class TrainingScenarioFile(FiniteModel):
     """``model``, ``hardware.gpu``, the ``training`` job and its ``layout``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str
     hardware: TrainingHardware

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gpuplan.catalog import Catalog
 from gpuplan.errors import InfeasibleError, UserInputError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models import get_model
 from gpuplan.models.registry import model_for_seq_len
 from gpuplan.models.spec import ModelSpec
@@ -37,10 +38,8 @@ PLAN_LIMIT = 10
 PRICE_KINDS = ("on_demand", "spot", "reserved_1y")
 
 
-class TrainPlanRequest(BaseModel):
+class TrainPlanRequest(FrozenModel):
     """What ``train-plan`` (and ``recommend --task train``) asks."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
     method: Method = "pretrain"
@@ -56,8 +55,7 @@ class TrainPlanRequest(BaseModel):
     objective: str = Field(default="time", pattern="^(time|cost)$")
 
 
-class TrainPlan(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class TrainPlan(FrozenModel):
 
     gpu: str
     gpus: int
@@ -67,8 +65,7 @@ class TrainPlan(BaseModel):
     cost: TrainingCost
 
 
-class TrainPlanResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class TrainPlanResult(FrozenModel):
 
     model: str
     method: str
@@ -203,8 +200,7 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog) -> TrainPlanResult:
     )
 
 
-class TrainFitResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class TrainFitResult(FrozenModel):
 
     model: str
     gpu: str

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.catalog.schema import GpuSpec
+from gpuplan.frozen import FrozenModel
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.roofline import power_cap
 from gpuplan.training import comm
@@ -41,10 +40,8 @@ WEIGHT_STREAM_EFFICIENCY = 0.8
 """Achieved fraction of HBM bandwidth when a GEMM is bound by reading weights (small batches)."""
 
 
-class StepPrediction(BaseModel):
+class StepPrediction(FrozenModel):
     """Predicted time of one optimizer step and the rates derived from it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     step_time_s: float
     compute_s: float

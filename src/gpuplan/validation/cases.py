@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.errors import FileFormatError
+from gpuplan.frozen import FrozenModel
 
 Schema = Literal["inference", "inference_memory", "training", "memory"]
 
@@ -30,10 +29,8 @@ class Skip(Exception):
     """A row the model cannot predict, with the reason shown to the user."""
 
 
-class Case(BaseModel):
+class Case(FrozenModel):
     """One validation row: its raw fields plus the parsed value."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_name: Schema
     id: str

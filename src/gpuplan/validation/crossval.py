@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from gpuplan.catalog import Catalog
+from gpuplan.frozen import FrozenModel
 from gpuplan.perf.calibration import Calibration
 from gpuplan.validation.cases import Case
 from gpuplan.validation.fit import fit_calibration
@@ -24,20 +23,16 @@ MIN_TRAINING_ROWS = 10
 """A fold with fewer rows left to fit on is skipped: the prior would dominate and say nothing."""
 
 
-class FoldResult(BaseModel):
+class FoldResult(FrozenModel):
     """Error on one held-out group."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     group: str
     rows: int
     stats: MetricStats
 
 
-class CrossValidation(BaseModel):
+class CrossValidation(FrozenModel):
     """Leave-one-group-out result: per fold and pooled over every held-out row."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     by: GroupBy
     folds: list[FoldResult]

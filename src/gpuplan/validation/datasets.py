@@ -12,18 +12,21 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib import resources
+from typing import Annotated
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
 
+from gpuplan.frozen import FrozenModel
 from gpuplan.sim.workload import LengthDist
 from gpuplan.validation.cases import Case, Skip
 
+Token = Annotated[int, Field(ge=1, le=10_000_000)]
+"""A length in tokens, as the tables give them (whole, positive)."""
 
-class DatasetLengths(BaseModel):
+
+class DatasetLengths(FrozenModel):
     """One entry of ``server_datasets.yaml`` (see its header for the fields' meaning)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     benchmark: str
     dataset: str
@@ -33,20 +36,30 @@ class DatasetLengths(BaseModel):
     verified: bool
     source: str
     lengths_source: str | None = None
-    input_tokens_percentiles: tuple[int, ...] | None = Field(default=None, min_length=2)
-    reference_output_tokens_percentiles: tuple[int, ...] | None = Field(default=None, min_length=2)
+    input_tokens_percentiles: tuple[Token, ...] | None = Field(default=None, min_length=2)
+    reference_output_tokens_percentiles: tuple[Token, ...] | None = Field(default=None, min_length=2)
     note: str = ""
+
+    @model_validator(mode="after")
+    def _both_percentile_lists(self) -> DatasetLengths:
+        if (self.input_tokens_percentiles is None) != (self.reference_output_tokens_percentiles is None):
+            raise ValueError(
+                f"{self.benchmark}: give both input_tokens_percentiles and reference_output_tokens_percentiles, "
+                "or neither"
+            )
+        return self
 
     def distributions(self) -> tuple[LengthDist, LengthDist] | None:
         """(prompt, answer) lengths to resample, or None without percentiles. The answers keep the
         reference answers' shape scaled to the generated mean, each capped at ``max_output_tokens``
-        (the cap trims the mean by < 0.5 % on llama2-70b: 293.1 for 294.45)."""
+        when set (the cap trims llama2-70b's answers to a mean of 292.9 for the table's 294)."""
         inputs, reference = self.input_tokens_percentiles, self.reference_output_tokens_percentiles
         if inputs is None or reference is None:
             return None
         scale = self.output_tokens_mean / (sum(reference) / len(reference))
-        cap = self.max_output_tokens or max(reference)
-        answers = tuple(max(min(round(v * scale), cap), 1) for v in reference)
+        scaled = [max(round(v * scale), 1) for v in reference]
+        cap = self.max_output_tokens or max(scaled)
+        answers = tuple(min(v, cap) for v in scaled)
         return LengthDist(kind="empirical", values=inputs), LengthDist(kind="empirical", values=answers)
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from gpuplan.catalog import Catalog
 from gpuplan.catalog.schema import GpuSpec
 from gpuplan.errors import GpuplanError
+from gpuplan.frozen import FrozenModel
 from gpuplan.models import get_model
 from gpuplan.models.spec import ModelSpec
 from gpuplan.perf.calibration import Calibration
@@ -34,10 +35,8 @@ from gpuplan.validation.predict_server import (
 from gpuplan.validation.predict_training import predict_training_case
 
 
-class RowResult(BaseModel):
+class RowResult(FrozenModel):
     """The contract row of ``gpuplan validate --format json``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     metric: str
@@ -53,8 +52,10 @@ def predict_case(case: Case, catalog: Catalog, cal: Calibration, *, simulate: bo
     """Predict one row; never raises for a data problem (it becomes a skip reason).
 
     ``simulate=False`` prices ``concurrency`` rows with the analytic closed-loop model instead of the
-    simulator's closed loop: the calibration fits use it (fast, and free of the sampling noise a
-    finite-difference Jacobian would see); validation reports the simulator."""
+    simulator's closed loop, and MLPerf ``offline`` rows with the analytic model at their dataset's
+    mean lengths instead of the simulated saturation on its length distribution: the calibration fits
+    use it (fast, and free of the sampling noise a finite-difference Jacobian would see); validation
+    reports the simulator."""
     try:
         predicted = _dispatch(case, catalog, cal, simulate)
     except Skip as why:

@@ -11,9 +11,10 @@
 
 Replicas of a row are identical and MLPerf's harness spreads queries evenly, so one replica is
 simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson), or with ``C / replicas``
-clients. Rows without ``input_len`` take their benchmark dataset's lengths
-(``data/server_datasets.yaml``): resampled from its percentiles where the table has them, else
-fixed at its means; rows with their own lengths run them fixed, as the fixed-length benchmarks do.
+clients. Rows that name a benchmark dataset (``benchmark=`` in the notes) take its lengths from
+``data/server_datasets.yaml``, over any the row states: resampled from its percentiles where the table
+has them, else fixed at its means. Other rows run their own lengths fixed, as fixed-length
+benchmarks do.
 """
 
 from __future__ import annotations

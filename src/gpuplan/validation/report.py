@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from gpuplan.frozen import FrozenModel
 from gpuplan.validation.predict import RowResult
 
 
-class MetricStats(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class MetricStats(FrozenModel):
 
     n: int
     mape: float | None
@@ -19,8 +18,7 @@ class MetricStats(BaseModel):
     p90_ape: float | None
 
 
-class Summary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Summary(FrozenModel):
 
     rows: int
     predicted: int
@@ -29,10 +27,8 @@ class Summary(BaseModel):
     by_grade: dict[str, MetricStats]
 
 
-class ValidationReport(BaseModel):
+class ValidationReport(FrozenModel):
     """``{"summary": ..., "rows": [...]}`` as documented in docs/validate.md."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     file: str
     schema_name: str

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gpuplan.frozen import FrozenModel
 from gpuplan.plots import CostAxis, LatencyAxis, ScalingPoint
 from gpuplan.plots_training import TrainMemoryBar
 from gpuplan.recommend import Recommendation
@@ -31,10 +32,8 @@ class WebScenario(ScenarioFile):
     config_json: dict[str, Any] | None = Field(default=None, description=CONFIG_JSON_DESCRIPTION)
 
 
-class FitRequest(BaseModel):
+class FitRequest(FrozenModel):
     """The flags of ``gpuplan fit``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = Field(description="bundled model id or alias (see /api/models)")
     gpu: str = Field(description="GPU id (see /api/gpus)")
@@ -49,13 +48,11 @@ class FitRequest(BaseModel):
     config_json: dict[str, Any] | None = Field(default=None, description=CONFIG_JSON_DESCRIPTION)
 
 
-class TrainPlanBody(BaseModel):
+class TrainPlanBody(FrozenModel):
     """The flags of ``gpuplan train-plan``; turned into the CLI's TrainPlanRequest the way the CLI does.
 
     Values are checked there (not here), so a bad value gets the CLI's own message.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = Field(description="bundled model id or alias (see /api/models)")
     seq_len: int = Field(description="tokens per sequence")
@@ -73,10 +70,8 @@ class TrainPlanBody(BaseModel):
     objective: str = Field(default="time", description="time | cost")
 
 
-class SearchBound(BaseModel):
+class SearchBound(FrozenModel):
     """The limits the web API puts on one recommend search (also in the X-Gpuplan-Search-Bound header)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_gpus_requested: int
     max_gpus_searched: int = Field(description="min(requested, max_gpus_limit)")
@@ -85,10 +80,8 @@ class SearchBound(BaseModel):
     clamped: bool
 
 
-class ApiError(BaseModel):
+class ApiError(FrozenModel):
     """Every 4xx/5xx body: the CLI's one-line message, and the input it is about when known."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     error: str = Field(description="the message the CLI prints after 'error: '")
     field: str | None = Field(
@@ -97,10 +90,8 @@ class ApiError(BaseModel):
     exit_code: int | None = Field(default=None, description="the CLI's exit code for the same input")
 
 
-class RecommendPlots(BaseModel):
+class RecommendPlots(FrozenModel):
     """What the page shows: the recommendation, the bound the search ran under, and the figures."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     recommendation: Recommendation
     search: SearchBound
@@ -110,10 +101,8 @@ class RecommendPlots(BaseModel):
     figures: dict[str, dict[str, Any]] = Field(description="plotly figure JSON: pareto, memory, throughput")
 
 
-class TrainPlots(BaseModel):
+class TrainPlots(FrozenModel):
     """The page's training view: the train-plan answer, the search bound, memory by part, the figures."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     result: TrainPlanResult
     search: SearchBound
@@ -121,10 +110,8 @@ class TrainPlots(BaseModel):
     figures: dict[str, dict[str, Any]] = Field(description="plotly figure JSON: pareto, memory")
 
 
-class SimulateResponse(BaseModel):
+class SimulateResponse(FrozenModel):
     """``gpuplan simulate --format json``: the summary, and the capacity when the scenario asked for it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     summary: SimSummary
     capacity: CapacityResult | None

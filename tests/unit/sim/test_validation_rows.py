@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from gpuplan.catalog import default_catalog
 from gpuplan.perf.calibration import default_calibration
 from gpuplan.validation.cases import Case
-from gpuplan.validation.datasets import dataset_of, row_lengths
+from gpuplan.validation.datasets import DatasetLengths, dataset_of, row_lengths
 from gpuplan.validation.predict import predict_case
 
 
@@ -142,3 +143,30 @@ def test_mlperf_offline_row_is_simulated_on_its_mixed_lengths() -> None:
     row = _mlperf("offline", "output_tokens_per_s")
     simulated, analytic = _both(row)
     assert 0.75 * analytic < simulated < analytic
+
+
+def _entry(**extra: object) -> dict[str, object]:
+    return {
+        "benchmark": "b",
+        "dataset": "d",
+        "input_tokens_mean": 100,
+        "output_tokens_mean": 200,
+        "verified": True,
+        "source": "https://example.org",
+        **extra,
+    }
+
+
+def test_dataset_table_entries_are_checked() -> None:
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        DatasetLengths.model_validate(
+            _entry(input_tokens_percentiles=[0, 5], reference_output_tokens_percentiles=[1, 2])
+        )
+    with pytest.raises(ValidationError, match="give both input_tokens_percentiles and reference"):
+        DatasetLengths.model_validate(_entry(input_tokens_percentiles=[1, 5]))
+    # Without a cap the reference shape is scaled to the generated mean exactly: (10, 30) -> (100, 300).
+    entry = DatasetLengths.model_validate(
+        _entry(input_tokens_percentiles=[50, 150], reference_output_tokens_percentiles=[10, 30])
+    )
+    dists = entry.distributions()
+    assert dists is not None and dists[1].values == (100, 300) and dists[1].mean_tokens == 200

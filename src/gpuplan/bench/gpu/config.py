@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from gpuplan.frozen import FrozenModel
 
 GEMM_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 MIB = 1 << 20
@@ -21,10 +23,8 @@ Kind = Literal["gemm", "copy", "allreduce"]
 Status = Literal["ok", "skipped", "error"]
 
 
-class GpuBenchConfig(BaseModel):
+class GpuBenchConfig(FrozenModel):
     """Sizes and repetitions; ``None`` picks the device's default (large on CUDA, small on CPU)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     device: Literal["auto", "cuda", "cpu"] = "auto"
     dtypes: tuple[str, ...] = GEMM_DTYPES
@@ -40,10 +40,8 @@ class GpuBenchConfig(BaseModel):
     skip: tuple[str, ...] = Field(default=(), description="gemm, copy, h2d, d2h, allreduce")
 
 
-class Measurement(BaseModel):
+class Measurement(FrozenModel):
     """One result, as stored: the median of ``repeats`` timings and its rate; or why it was skipped."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Kind
     name: str

@@ -6,7 +6,9 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from gpuplan.frozen import FrozenModel
 
 MAX_RATE_RPS = 100_000.0
 """Sanity cap on the offered rate: one client process holds about 1,000 req/s on 2 cores
@@ -17,11 +19,9 @@ Arrival = Literal["poisson", "constant", "gamma"]
 Api = Literal["completions", "chat"]
 
 
-class LoadConfig(BaseModel):
+class LoadConfig(FrozenModel):
     """One run of ``gpuplan bench serve``: an open-loop ``rate_rps``, a closed-loop ``concurrency`` or a
     ``trace_path`` replayed open loop (the simulator's trace format: arrival_s, input_tokens, output_tokens)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: str = Field(description="server base, http://host:port")
     model: str

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from gpuplan.frozen import FiniteModel
 
 
-class MockConfig(BaseModel):
+class MockConfig(FiniteModel):
     """What the mock does for every request.
 
     Each request gets at most one fault, drawn with the given probabilities (they must sum to ≤ 1):
@@ -13,8 +15,6 @@ class MockConfig(BaseModel):
     in the middle of the stream, or headers held back by ``slow_first_byte_ms`` (the client's timeout
     decides whether that is a slow request or a timeout).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)

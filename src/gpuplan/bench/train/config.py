@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from gpuplan.frozen import FrozenModel
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-class TrainBenchConfig(BaseModel):
+class TrainBenchConfig(FrozenModel):
     """Model, batch sizes, sequence length, method; ``dtype`` None = bf16 on CUDA, fp32 on CPU."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str
     batch_sizes: tuple[int, ...] = Field(min_length=1)
@@ -28,10 +28,8 @@ class TrainBenchConfig(BaseModel):
     seed: int = 0
 
 
-class TrainResult(BaseModel):
+class TrainResult(FrozenModel):
     """One batch size: median step time and rates, peak memory; or OOM / error, never a crash."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["train_step"] = "train_step"
     name: str
