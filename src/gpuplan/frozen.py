@@ -18,6 +18,9 @@ from pydantic_core import PydanticCustomError
 
 _NUMBERS = (int, float)
 _SEQUENCES = (list, tuple, set, frozenset)
+_PLAIN = frozenset({int, float, str, type(None)})
+"""Value types that cannot hide a boolean: the validator returns at once for them (the hot path)."""
+_FIELD_MEMBERS: dict[tuple[type, str], list[object]] = {}
 
 
 def _members(annotation: object) -> list[object]:
@@ -30,10 +33,12 @@ def _members(annotation: object) -> list[object]:
     return [annotation]
 
 
-def _boolean_as_number(annotation: object, value: object) -> bool:
+def _boolean_as_number(annotation: object, value: object, members: list[object] | None = None) -> bool:
     """Whether ``value`` puts a boolean where ``annotation`` wants a number, at any depth of a list,
     tuple or dict (a union that also admits ``bool`` keeps its booleans)."""
-    members = _members(annotation)
+    if type(value) in _PLAIN:
+        return False
+    members = _members(annotation) if members is None else members
     if isinstance(value, bool):
         return bool not in members and any(m in _NUMBERS for m in members)
     if isinstance(value, (list, tuple)):
@@ -65,8 +70,16 @@ class FrozenModel(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if type(value) in _PLAIN:  # most values: nothing to look up
+            return value
         field = cls.model_fields.get(info.field_name or "")
-        if field is not None and _boolean_as_number(field.annotation, value):
+        if field is None:
+            return value
+        key = (cls, info.field_name or "")
+        members = _FIELD_MEMBERS.get(key)
+        if members is None:
+            members = _FIELD_MEMBERS.setdefault(key, _members(field.annotation))
+        if _boolean_as_number(field.annotation, value, members):
             raise PydanticCustomError("number_not_boolean", "expected a number, got a boolean (true/false)")
         return value
 
