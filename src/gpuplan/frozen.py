@@ -33,19 +33,18 @@ def _members(annotation: object) -> list[object]:
     return [annotation]
 
 
-def _boolean_as_number(annotation: object, value: object, members: list[object] | None = None) -> bool:
-    """Whether ``value`` puts a boolean where ``annotation`` wants a number, at any depth of a list,
-    tuple or dict (a union that also admits ``bool`` keeps its booleans)."""
+def _boolean_as_number(members: list[object], value: object) -> bool:
+    """Whether ``value`` puts a boolean where a field of these member types wants a number, at any
+    depth of a list, tuple or dict (a union that also admits ``bool`` keeps its booleans)."""
     if type(value) in _PLAIN:
         return False
-    members = _members(annotation) if members is None else members
     if isinstance(value, bool):
         return bool not in members and any(m in _NUMBERS for m in members)
     if isinstance(value, (list, tuple)):
         return any(_item_is_boolean_number(m, i, item) for m in members for i, item in enumerate(value))
     if isinstance(value, dict):
         return any(
-            typing.get_origin(m) is dict and _boolean_as_number(typing.get_args(m)[1], item)
+            typing.get_origin(m) is dict and _boolean_as_number(_members(typing.get_args(m)[1]), item)
             for m in members
             for item in value.values()
         )
@@ -58,8 +57,8 @@ def _item_is_boolean_number(container: object, index: int, item: object) -> bool
     if origin not in _SEQUENCES or not args:
         return False
     if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-        return index < len(args) and _boolean_as_number(args[index], item)
-    return _boolean_as_number(args[0], item)
+        return index < len(args) and _boolean_as_number(_members(args[index]), item)
+    return _boolean_as_number(_members(args[0]), item)
 
 
 class FrozenModel(BaseModel):
@@ -72,14 +71,12 @@ class FrozenModel(BaseModel):
     def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         if type(value) in _PLAIN:  # most values: nothing to look up
             return value
-        field = cls.model_fields.get(info.field_name or "")
-        if field is None:
-            return value
-        key = (cls, info.field_name or "")
-        members = _FIELD_MEMBERS.get(key)
+        name = info.field_name or ""
+        members = _FIELD_MEMBERS.get((cls, name))
         if members is None:
-            members = _FIELD_MEMBERS.setdefault(key, _members(field.annotation))
-        if _boolean_as_number(field.annotation, value, members):
+            field = cls.model_fields.get(name)
+            members = _FIELD_MEMBERS.setdefault((cls, name), _members(field.annotation) if field else [])
+        if _boolean_as_number(members, value):
             raise PydanticCustomError("number_not_boolean", "expected a number, got a boolean (true/false)")
         return value
 

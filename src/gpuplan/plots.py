@@ -288,7 +288,7 @@ def gpu_comparison_figure(offers: Sequence[GpuOffer]) -> Any:
     metrics: tuple[tuple[str, Callable[[GpuOffer], float | None]], ...] = (
         ("memory, GB", lambda o: o.gpu.memory_bytes / GB),
         ("bandwidth, TB/s", lambda o: o.gpu.memory_bandwidth_bytes_per_s / TB),
-        ("dense BF16 TFLOPS", lambda o: o.gpu.dense_tflops.bf16 or o.gpu.dense_tflops.fp16),
+        ("dense BF16 TFLOPS", lambda o: o.gpu.sixteen_bit_tflops),
         ("$ per GPU-hour", lambda o: o.usd_per_gpu_hour),
     )
     fig = make_subplots(rows=len(metrics), cols=1, shared_xaxes=True, subplot_titles=[m[0] for m in metrics])

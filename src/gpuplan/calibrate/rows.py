@@ -31,7 +31,6 @@ SERVE_METRICS = {"concurrency": ("ttft_ms", "tpot_ms", "output_tokens_per_s"), "
 
 
 class ResultRow(FrozenModel):
-
     id: str
     kind: Kind
     gpu: str

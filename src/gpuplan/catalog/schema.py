@@ -124,7 +124,7 @@ class GpuSpec(FiniteModel):
         """A same-die sibling at full power: at least this board's TDP and a 16-bit peak within
         ``MAX_SIBLING_PEAK_RATIO`` of its own (a unit slip, PFLOPS for TFLOPS, would otherwise cut the
         GEMM rate silently)."""
-        own = self.dense_tflops.bf16 or self.dense_tflops.fp16
+        own = self.sixteen_bit_tflops
         if ref.tdp_watts < tdp_watts:
             raise ValueError(
                 f"GPU {self.id}: power_reference.tdp_watts {ref.tdp_watts:g} is below this GPU's own "
@@ -141,6 +141,11 @@ class GpuSpec(FiniteModel):
         """Dense peak for a compute key (``bf16``, ``fp8`` …); ``None`` when the GPU has no such path."""
         value: float | None = getattr(self.dense_tflops, key, None)
         return value
+
+    @property
+    def sixteen_bit_tflops(self) -> float:
+        """Dense 16-bit tensor peak, TFLOPS: BF16, or FP16 on parts without BF16 (T4, V100)."""
+        return self.dense_tflops.bf16 or self.dense_tflops.fp16
 
 
 class PriceEntry(FiniteModel):

@@ -38,7 +38,7 @@ def gpus(catalog: Catalog, f: Format) -> None:
                 s.family,
                 s.memory_bytes / GB,
                 s.memory_bandwidth_bytes_per_s / TB,
-                s.dense_tflops.bf16 or s.dense_tflops.fp16,
+                s.sixteen_bit_tflops,
                 s.dense_tflops.fp8,
                 s.dense_tflops.fp4,
                 f"{s.interconnect.scale_up} {s.interconnect.scale_up_bytes_per_s / GB:.0f} GB/s",

@@ -62,7 +62,7 @@ def compute_peak_flops(gpu: GpuSpec, weight_dtype: str) -> tuple[float, bool]:
 
 def sixteen_bit_peak_flops(gpu: GpuSpec) -> float:
     """Dense 16-bit tensor peak: attention (softmax(QK^T)V) runs in 16 bits in every engine here."""
-    return (gpu.tflops("bf16") or gpu.dense_tflops.fp16) * TFLOPS
+    return gpu.sixteen_bit_tflops * TFLOPS
 
 
 def power_limited_fraction(gpu: GpuSpec) -> float:
@@ -79,8 +79,7 @@ def power_limited_fraction(gpu: GpuSpec) -> float:
     ref = gpu.power_reference
     if ref is None or gpu.tdp_watts is None:
         return 1.0
-    own_peak = gpu.tflops("bf16") or gpu.dense_tflops.fp16
-    return min(1.0, (gpu.tdp_watts / ref.tdp_watts) / (own_peak / ref.bf16_tflops))
+    return min(1.0, (gpu.tdp_watts / ref.tdp_watts) / (gpu.sixteen_bit_tflops / ref.bf16_tflops))
 
 
 def power_cap(gpu: GpuSpec, exponent: float) -> float:

@@ -14,7 +14,6 @@ from gpuplan.units import S_PER_HOUR, W_PER_KW
 
 
 class TrainingCost(FrozenModel):
-
     wall_hours: float
     gpu_hours: float
     usd_by_price_kind: dict[str, float]

@@ -56,7 +56,6 @@ class TrainPlanRequest(FrozenModel):
 
 
 class TrainPlan(FrozenModel):
-
     gpu: str
     gpus: int
     layout: str
@@ -66,7 +65,6 @@ class TrainPlan(FrozenModel):
 
 
 class TrainPlanResult(FrozenModel):
-
     model: str
     method: str
     tokens: float
@@ -201,7 +199,6 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog) -> TrainPlanResult:
 
 
 class TrainFitResult(FrozenModel):
-
     model: str
     gpu: str
     layout: str

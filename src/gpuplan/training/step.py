@@ -77,7 +77,7 @@ def _peak(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
         return float(gpu.tflops(dtype) or 0.0) * TFLOPS, dtype
     if dtype == "fp4" and gpu.tflops("fp8") is not None:
         return float(gpu.tflops("fp8") or 0.0) * TFLOPS, "fp8"
-    return (gpu.tflops("bf16") or gpu.dense_tflops.fp16) * TFLOPS, "bf16"
+    return gpu.sixteen_bit_tflops * TFLOPS, "bf16"
 
 
 def _mfu_key(ctx: _Ctx, path: str) -> str:

@@ -11,7 +11,6 @@ from gpuplan.validation.predict import RowResult
 
 
 class MetricStats(FrozenModel):
-
     n: int
     mape: float | None
     median_ape: float | None
@@ -19,7 +18,6 @@ class MetricStats(FrozenModel):
 
 
 class Summary(FrozenModel):
-
     rows: int
     predicted: int
     skipped: int

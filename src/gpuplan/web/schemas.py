@@ -51,7 +51,8 @@ class FitRequest(FrozenModel):
 class TrainPlanBody(FrozenModel):
     """The flags of ``gpuplan train-plan``; turned into the CLI's TrainPlanRequest the way the CLI does.
 
-    Values are checked there (not here), so a bad value gets the CLI's own message.
+    Values are checked there (not here), so a bad value gets the CLI's own message; only a boolean in a
+    number field is refused here (``gpuplan.frozen``).
     """
 
     model: str = Field(description="bundled model id or alias (see /api/models)")

@@ -12,7 +12,8 @@ from gpuplan.validation.datasets import DatasetLengths, dataset_of, row_lengths
 from gpuplan.validation.predict import predict_case
 
 
-def _case(metric: str, concurrency: int, **extra: str) -> Case:
+def _case(metric: str, concurrency: int | None, **extra: str) -> Case:
+    """A Llama-3.1-8B row on one H100; ``concurrency`` None leaves the field blank (offline, server)."""
     fields = {
         "framework": "vllm",
         "model": "meta-llama/Llama-3.1-8B",
@@ -23,7 +24,7 @@ def _case(metric: str, concurrency: int, **extra: str) -> Case:
         "input_len": "512",
         "output_len": "128",
         "scenario": "concurrency",
-        "concurrency": str(concurrency),
+        "concurrency": "" if concurrency is None else str(concurrency),
         "notes": "",
         **extra,
     }
@@ -99,10 +100,9 @@ def test_llmperf_inter_token_latency_is_e2e_over_tokens_in_the_fit_path_too() ->
 
 def _mlperf(scenario: str, metric: str, **extra: str) -> Case:
     """A v4.0-style MLPerf llama2-70b row: 8x H100-SXM as 4x TP2, fp8, lengths from the dataset table."""
-    fields = {
+    mlperf = {
         "framework": "trtllm",
         "model": "meta-llama/Llama-2-70b-hf",
-        "gpu": "H100-SXM",
         "num_gpus": "8",
         "tp": "2",
         "weight_dtype": "fp8",
@@ -110,9 +110,8 @@ def _mlperf(scenario: str, metric: str, **extra: str) -> Case:
         "output_len": "265",
         "scenario": scenario,
         "notes": "constraint: ttft_p99_ms<=2000; tpot_p99_ms<=200 | benchmark=llama2-70b",
-        **extra,
     }
-    return Case(schema_name="inference", id="M1", metric=metric, value=1.0, quality="B", fields=fields)
+    return _case(metric, None, **{**mlperf, **extra})
 
 
 def test_dataset_lengths_resample_the_mlperf_distribution() -> None:
