@@ -19,9 +19,9 @@ from pathlib import Path
 
 import httpx
 
-from gpuplan.bench.load import runner
-from gpuplan.bench.load.config import LoadConfig
-from gpuplan.bench.load.summary import summarize
+from gpuplan.adapters.bench.load import runner
+from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.summary import summarize
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 HEADER = ("| target req/s | achieved | mean TTFT from schedule ms | p99 TTFT from schedule ms | client send lag "

@@ -9,12 +9,12 @@ from __future__ import annotations
 import statistics
 import time
 
-from gpuplan import service
-from gpuplan.catalog import default_catalog
-from gpuplan.models import get_model
-from gpuplan.perf.calibration import default_calibration
-from gpuplan.recommend import SearchSpace, ServingTarget, Sla
-from gpuplan.recommend.search import candidate_layouts, search
+from gpuplan.usecases import service
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.recommend.request import SearchSpace, ServingTarget, Sla
+from gpuplan.core.recommend.search import candidate_layouts, search
+from gpuplan.data.calibration import default_calibration
 
 REPEATS = 5
 CASES = (

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import time
 
-from gpuplan.catalog import load_catalog
-from gpuplan.models import get_model
-from gpuplan.perf.inference import ReplicaModel
-from gpuplan.perf.layout import Layout
-from gpuplan.sim.capacity import offline_requests_per_s
-from gpuplan.sim.metrics import summarise
-from gpuplan.sim.simulator import simulate
-from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
+from gpuplan.adapters.catalog.loader import load_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.perf.inference import ReplicaModel
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.sim.capacity import offline_requests_per_s
+from gpuplan.core.sim.metrics import summarise
+from gpuplan.core.sim.simulator import simulate
+from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 
 REQUESTS = 10_000
 LOAD = 0.8

@@ -11,13 +11,13 @@ Run: ``PYTHONPATH=src python3 benchmarks/compare_closed_loop.py`` (a few seconds
 
 from __future__ import annotations
 
-from gpuplan.catalog import default_catalog
-from gpuplan.models import get_model
-from gpuplan.perf.inference import InferenceWorkload, ReplicaModel
-from gpuplan.perf.layout import Layout
-from gpuplan.sim.metrics import summarise
-from gpuplan.sim.simulator import simulate
-from gpuplan.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.sim.metrics import summarise
+from gpuplan.core.sim.simulator import simulate
+from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 
 REQUESTS_PER_CLIENT = 30
 WARMUP_FRACTION = 0.2

@@ -3,7 +3,7 @@
 
 ``gpuplan calibrate --from-store`` reads measurements from a results store; a JSON summary saved from
 the device machine (``benchmarks/results/*.json``) has the same measurement rows but no store. This
-script builds the rows with the very functions the store path uses (``gpuplan.calibrate.rows``:
+script builds the rows with the very functions the store path uses (``gpuplan.usecases.calibration.measured_rows``:
 ``bench-gpu`` → gemm/bandwidth/allreduce rows, ``bench-train`` → train rows; skipped and OOM
 measurements are left out, as there) and writes them with ``rows_to_csv``, so
 ``gpuplan calibrate RESULTS.csv`` fits what ``--from-store`` would have fitted.
@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpuplan.calibrate.rows import ResultRow, _gpu_rows, _train_rows, rows_to_csv
-from gpuplan.results import RunInfo
+from gpuplan.adapters.store.database import RunInfo
+from gpuplan.usecases.calibration.measured_rows import ResultRow, _gpu_rows, _train_rows, rows_to_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 

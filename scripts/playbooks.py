@@ -250,7 +250,7 @@ def apply_stages(text: str, stages: list[list[str]]) -> str:
 
 WORKER = r"""
 import contextlib, io, json, sys
-from gpuplan.cli import app
+from gpuplan.interfaces.cli import app
 for line in sys.stdin:
     argv = json.loads(line)
     out, err = io.StringIO(), io.StringIO()

@@ -2,7 +2,7 @@
 
 The core (units, dtypes, errors, cost, perf, model arithmetic, recommend, catalog schema) must stay
 free of the front ends (CLI, web, service, validation) and of their libraries, both directly and
-through the gpuplan modules it imports; only ``gpuplan.cli`` may use rich or typer.
+through the gpuplan modules it imports; only ``gpuplan.interfaces.cli`` may use rich or typer.
 """
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ PACKAGE = SRC / "gpuplan"
 MAX_MODULE_LINES = 500
 
 CORE_EXACT = {
-    "gpuplan.units", "gpuplan.dtypes", "gpuplan.errors", "gpuplan.frozen", "gpuplan.cost", "gpuplan.models.arith",
-    "gpuplan.models.spec", "gpuplan.catalog.schema", "gpuplan.perf", "gpuplan.recommend", "gpuplan.sim",
-    "gpuplan.fleet.spec", "gpuplan.fleet.units", "gpuplan.fleet.sizing", "gpuplan.fleet.assign",
-    "gpuplan.fleet.planner", "gpuplan.training.spec", "gpuplan.training.params", "gpuplan.training.flops",
-    "gpuplan.training.memory", "gpuplan.training.activations", "gpuplan.training.comm", "gpuplan.training.step",
-    "gpuplan.training.search", "gpuplan.training.plan",
+    "gpuplan.core.units", "gpuplan.core.dtypes", "gpuplan.core.errors", "gpuplan.core.frozen", "gpuplan.core.cost", "gpuplan.core.model.arith",
+    "gpuplan.core.model.spec", "gpuplan.core.hardware", "gpuplan.core.perf", "gpuplan.core.recommend", "gpuplan.core.sim",
+    "gpuplan.core.fleet.spec", "gpuplan.core.fleet.pool_units", "gpuplan.core.fleet.sizing", "gpuplan.core.fleet.assign",
+    "gpuplan.core.fleet.planner", "gpuplan.core.training.spec", "gpuplan.core.training.params", "gpuplan.core.training.flops",
+    "gpuplan.core.training.memory", "gpuplan.core.training.activations", "gpuplan.core.training.comm", "gpuplan.core.training.step",
+    "gpuplan.core.training.search", "gpuplan.core.training.plan",
 }
-CORE_PACKAGES = ("gpuplan.perf.", "gpuplan.recommend.", "gpuplan.sim.")
-FORBIDDEN_IN_CORE = ("gpuplan.cli", "gpuplan.web", "gpuplan.service", "gpuplan.validation", "gpuplan.bench",
-                     "gpuplan.results", "gpuplan.k8s", "gpuplan.plots", "rich", "typer", "fastapi", "httpx",
+CORE_PACKAGES = ("gpuplan.core.perf.", "gpuplan.core.recommend.", "gpuplan.core.sim.")
+FORBIDDEN_IN_CORE = ("gpuplan.interfaces.cli", "gpuplan.interfaces.web", "gpuplan.usecases.service", "gpuplan.usecases.validation", "gpuplan.adapters.bench",
+                     "gpuplan.adapters.store", "gpuplan.adapters.k8s", "gpuplan.interfaces.plots.serving", "rich", "typer", "fastapi", "httpx",
                      "sqlalchemy", "kubernetes", "plotly")
 CLI_ONLY = ("rich", "typer")
 
@@ -108,17 +108,17 @@ def _chain(seen: dict[str, str], end: str) -> str:
 
 
 def test_source_tree_is_found() -> None:
-    assert "gpuplan.perf.memory" in MODULES
-    assert "gpuplan.recommend" in MODULES
+    assert "gpuplan.core.perf.memory" in MODULES
+    assert "gpuplan.core.recommend" in MODULES
     core = [m for m in MODULES if _is_core(m)]
-    assert {"gpuplan.units", "gpuplan.cost", "gpuplan.perf.roofline", "gpuplan.recommend.search"} <= set(core)
+    assert {"gpuplan.core.units", "gpuplan.core.cost", "gpuplan.core.perf.roofline", "gpuplan.core.recommend.search"} <= set(core)
 
 
 def test_import_scanner_sees_lazy_and_relative_imports() -> None:
-    # The validate command imports gpuplan.validation.service inside the function.
-    assert "gpuplan.validation.service" in set(_imports("gpuplan.cli.commands"))
+    # The validate command imports gpuplan.usecases.validation.service inside the function.
+    assert "gpuplan.usecases.validation.service" in set(_imports("gpuplan.interfaces.cli.commands"))
     # catalog/__init__ uses "from .loader import ...".
-    assert "gpuplan.catalog.loader" in _internal_deps("gpuplan.catalog")
+    assert "gpuplan.adapters.catalog.loader" in _internal_deps("gpuplan.adapters.catalog")
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _is_core(m)))
@@ -142,10 +142,10 @@ def test_core_module_does_not_reach_front_ends_transitively(module: str) -> None
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_only_cli_uses_rich_or_typer(module: str) -> None:
-    if _matches(module, ("gpuplan.cli",)):
+    if _matches(module, ("gpuplan.interfaces.cli",)):
         return
     bad = sorted({name for name in _imports(module) if _matches(name, CLI_ONLY)})
-    assert not bad, f"{module} imports {bad}; rendering belongs in gpuplan.cli"
+    assert not bad, f"{module} imports {bad}; rendering belongs in gpuplan.interfaces.cli"
 
 
 def test_no_module_exceeds_line_limit() -> None:

@@ -59,7 +59,7 @@ class Result:
 
 
 def model_file(hf_id: str) -> Path:
-    cfg = DATA / "models" / "data"
+    cfg = DATA / "data" / "models"
     with open(cfg / "aliases.csv") as f:
         hf_id = {r["alias"]: r["hf_id"] for r in csv.DictReader(f)}.get(hf_id, hf_id)
     with open(cfg / "configs" / "INDEX.csv") as f:
@@ -89,7 +89,7 @@ def model_config(hf_id: str, seq_len: int) -> tuple[ModelConfig | None, bool, st
 
 
 def gpu_config(gpu: str) -> GPUConfig:
-    g: dict[str, Any] = yaml.safe_load((DATA / "catalog" / "data" / "gpus" / f"{gpu.lower()}.yaml").read_text())
+    g: dict[str, Any] = yaml.safe_load((DATA / "data" / "catalog" / "gpus" / f"{gpu.lower()}.yaml").read_text())
     ic = g.get("interconnect") or {}
     link: float = ic.get("scale_up_bytes_per_s") or ic.get("pcie_bytes_per_s") or 0.0
     return GPUConfig(name=gpu, mem_per_GPU_in_GB=g["memory_bytes"] / 1e9,

@@ -1,3 +1,3 @@
-from gpuplan.cli import main
+from gpuplan.interfaces.cli import main
 
 main()

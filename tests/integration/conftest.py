@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from gpuplan.cli import app
+from gpuplan.interfaces.cli.app import app
 
 DATA = Path(__file__).parent / "data"
 
@@ -41,7 +41,7 @@ Invoke = Callable[..., Run]
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Never reach the Hugging Face Hub: unknown model ids must fail locally and fast."""
-    import gpuplan.models.registry as registry
+    import gpuplan.adapters.models.registry as registry
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(registry, "_hub_config", lambda _repo_id: None)
@@ -54,7 +54,7 @@ def invoke(monkeypatch: pytest.MonkeyPatch) -> Invoke:
 
     Tables render 200 columns wide so that ids are not folded over lines.
     """
-    from gpuplan.cli import render
+    from gpuplan.interfaces.cli import render
 
     monkeypatch.setattr(render.console, "width", 200)
     runner = CliRunner()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpuplan.cli import app
+from gpuplan.interfaces.cli.app import app
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

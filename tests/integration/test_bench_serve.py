@@ -19,10 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gpuplan.bench.load.config import LoadConfig
-from gpuplan.bench.load.service import serve
-from gpuplan.bench.load.summary import BenchSummary
-from gpuplan.results import Store
+from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.summary import BenchSummary
+from gpuplan.adapters.store.database import Store
+from gpuplan.usecases.bench_serve import serve
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 ENV = {**os.environ, "PYTHONPATH": SRC}

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from gpuplan.calibrate.profile import load_calibration
-from gpuplan.calibrate.rows import rows_to_csv
-from gpuplan.cli import app
+from gpuplan.interfaces.cli.app import app
+from gpuplan.usecases.calibration.measured_rows import rows_to_csv
+from gpuplan.usecases.calibration.profile import load_calibration
 
 _spec = importlib.util.spec_from_file_location("_calibrate_synthetic",
                                                Path(__file__).parents[1] / "unit" / "test_calibrate.py")

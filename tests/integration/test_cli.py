@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuplan.perf.calibration import parse_calibration
+from gpuplan.core.calibration.serving import parse_calibration
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 DATA = Path(__file__).parent / "data"

@@ -17,8 +17,8 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from gpuplan.errors import FileFormatError
-from gpuplan.scenario import ScenarioFile, parse_scenario
+from gpuplan.adapters.scenario_files.deployment import ScenarioFile, parse_scenario
+from gpuplan.core.errors import FileFormatError
 
 Invoke = Callable[..., Any]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpuplan.cli import app
+from gpuplan.interfaces.cli.app import app
 
 runner = CliRunner()
 MODEL = "meta-llama/Llama-3.1-8B"

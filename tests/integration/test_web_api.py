@@ -15,9 +15,8 @@ pytest.importorskip("httpx")
 
 from fastapi.testclient import TestClient
 
-from gpuplan.web import create_app
-from gpuplan.web.api import BOUND_HEADER, WEB_MAX_GPUS
-from gpuplan.web.app import MAX_BODY_BYTES, docs_assets
+from gpuplan.interfaces.web.api import BOUND_HEADER, WEB_MAX_GPUS
+from gpuplan.interfaces.web.app import MAX_BODY_BYTES, create_app, docs_assets
 
 Invoke = Callable[..., Any]
 

@@ -28,7 +28,7 @@ from selenium.common.exceptions import StaleElementReferenceException, TimeoutEx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from gpuplan.web import create_app
+from gpuplan.interfaces.web.app import create_app
 
 Invoke = Callable[..., Any]
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
@@ -271,7 +271,7 @@ def test_training_view_answers_like_the_api(server: str, browser: Any, invoke: I
 
 
 def test_api_docs_render_from_local_assets(server: str, browser: Any) -> None:
-    from gpuplan.web.app import docs_assets
+    from gpuplan.interfaces.web.app import docs_assets
 
     if docs_assets() is None:
         pytest.skip("fastapi-offline is not installed: /docs loads Swagger UI from a CDN")

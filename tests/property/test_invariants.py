@@ -8,15 +8,15 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gpuplan.catalog import default_catalog
-from gpuplan.catalog.schema import GpuSpec
-from gpuplan.cost import cloud_usd_per_hour, usd_per_million_tokens
-from gpuplan.models import get_model
-from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.calibration import default_calibration
-from gpuplan.perf.layout import Layout
-from gpuplan.perf.memory import kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
-from gpuplan.perf.roofline import StepModel
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.cost import cloud_usd_per_hour, usd_per_million_tokens
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.perf.memory import kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
+from gpuplan.core.perf.roofline import StepModel
+from gpuplan.data.calibration import default_calibration
 
 FAST = settings(max_examples=40, deadline=None)
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.calibrate.fit import fit_profile
-from gpuplan.calibrate.predict import predict_row
-from gpuplan.calibrate.profile import load_calibration, load_training_calibration, write_profile
-from gpuplan.calibrate.report import mape
-from gpuplan.calibrate.rows import ResultRow
-from gpuplan.catalog import load_catalog
-from gpuplan.perf.calibration import Calibration, default_calibration
-from gpuplan.training.calibration import default_training_calibration
+from gpuplan.adapters.catalog.loader import load_catalog
+from gpuplan.core.calibration.serving import Calibration
+from gpuplan.data.calibration import default_calibration, default_training_calibration
+from gpuplan.usecases.calibration.measured import fit_profile
+from gpuplan.usecases.calibration.measured_predict import predict_row
+from gpuplan.usecases.calibration.measured_rows import ResultRow
+from gpuplan.usecases.calibration.profile import load_calibration, load_training_calibration, write_profile
+from gpuplan.usecases.calibration.report import mape
 
 CATALOG = load_catalog()
 BASE = default_calibration()
@@ -104,9 +104,9 @@ def test_profile_round_trip(tmp_path: Path) -> None:
 def test_a_power_capped_board_is_not_charged_its_cap_twice() -> None:
     # 500 TFLOP/s measured on an H100-PCIe already carries the 350 W cap: the fitted efficiency must give
     # the step model back 500 TFLOP/s (trtllm, engine factor 1), as it does on an uncapped H100-SXM.
-    from gpuplan.models import get_model
-    from gpuplan.perf.layout import Layout
-    from gpuplan.perf.roofline import StepModel
+    from gpuplan.adapters.models.registry import get_model
+    from gpuplan.core.perf.layout import Layout
+    from gpuplan.core.perf.roofline import StepModel
 
     catalog = load_catalog()
     for gpu_id in ("H100-SXM", "H100-PCIe"):

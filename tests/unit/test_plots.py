@@ -9,12 +9,14 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from gpuplan import plots, plots_training, service
-from gpuplan.catalog import Catalog, load_catalog
-from gpuplan.errors import UserInputError
-from gpuplan.recommend import Recommendation
-from gpuplan.scenario import ScenarioFile
-from gpuplan.training.service import TrainPlanRequest, TrainPlanResult, plan_training
+from gpuplan.interfaces.plots import serving as plots
+from gpuplan.interfaces.plots import training as plots_training
+from gpuplan.usecases import service
+from gpuplan.adapters.catalog.loader import Catalog, load_catalog
+from gpuplan.adapters.scenario_files.deployment import ScenarioFile
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.recommend.request import Recommendation
+from gpuplan.usecases.train import TrainPlanRequest, TrainPlanResult, plan_training
 
 SCENARIO = {
     "model": "meta-llama/Llama-3.1-8B",

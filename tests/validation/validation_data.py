@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuplan.catalog import default_catalog
-from gpuplan.perf.calibration import default_calibration
-from gpuplan.validation import ValidationReport, validate_file
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.data.calibration import default_calibration
+from gpuplan.usecases.validation import validate_file
+from gpuplan.usecases.validation.report import ValidationReport
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "validation"

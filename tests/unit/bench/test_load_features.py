@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from gpuplan.bench.load import metrics, search
-from gpuplan.bench.load.config import LoadConfig
-from gpuplan.bench.load.summary import BenchSummary, summarize
-from gpuplan.bench.load.workload import build, load_prompts, trace_span_s
-from gpuplan.errors import FileFormatError
-from gpuplan.results.compare import compare
-from gpuplan.results.store import RunInfo
+from gpuplan.adapters.bench.load import metrics, search
+from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.summary import BenchSummary, summarize
+from gpuplan.adapters.bench.load.workload import build, load_prompts, trace_span_s
+from gpuplan.adapters.store.compare import compare
+from gpuplan.adapters.store.database import RunInfo
+from gpuplan.core.errors import FileFormatError
 
 
 def _config(**kw: object) -> LoadConfig:

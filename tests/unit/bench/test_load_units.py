@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.bench.load import client
-from gpuplan.bench.load.config import LoadConfig
-from gpuplan.bench.load.record import RequestRecord
-from gpuplan.bench.load.schedule import offsets_s
-from gpuplan.bench.load.summary import summarize
-from gpuplan.bench.tokens import estimate_tokens, synthetic_prompt
+from gpuplan.adapters.bench.load import client
+from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.schedule import offsets_s
+from gpuplan.adapters.bench.load.summary import summarize
+from gpuplan.adapters.bench.tokens import estimate_tokens, synthetic_prompt
+from gpuplan.adapters.store.records import RequestRecord
 
 
 def _config(**kw: object) -> LoadConfig:
@@ -101,7 +101,7 @@ def test_latest_record_of_an_index_wins() -> None:
 
 
 def test_classify_maps_exceptions_to_kinds() -> None:
-    from gpuplan.bench.load import wire
+    from gpuplan.adapters.bench.load import wire
 
     assert client.classify(TimeoutError()) == "timeout"
     assert client.classify(wire.RequestTimeout("x")) == "timeout"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.bench.mock import MockConfig
-from gpuplan.bench.mock import http as mhttp
-from gpuplan.bench.mock.stats import LatenessStats
+from gpuplan.adapters.bench.mock import http as mhttp
+from gpuplan.adapters.bench.mock.config import MockConfig
+from gpuplan.adapters.bench.mock.stats import LatenessStats
 
 
 def test_parse_waits_for_the_whole_body_and_keeps_the_rest() -> None:

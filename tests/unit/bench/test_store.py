@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.bench.load.record import RequestRecord
-from gpuplan.errors import UserInputError
-from gpuplan.results import RecordWriter, Store, default_store_url
-from gpuplan.results.export import to_csv, to_json
+from gpuplan.adapters.store.database import RecordWriter, Store, default_store_url
+from gpuplan.adapters.store.export import to_csv, to_json
+from gpuplan.adapters.store.records import RequestRecord
+from gpuplan.core.errors import UserInputError
 
 
 def _rec(i: int) -> RequestRecord:

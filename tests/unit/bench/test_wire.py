@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.bench.load import client, wire
+from gpuplan.adapters.bench.load import client, wire
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 EVENTS = [b'data: {"choices":[{"text":" a"}]}\n\n', b'data: {"choices":[{"text":" b"}]}\n\n',

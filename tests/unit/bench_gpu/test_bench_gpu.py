@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from gpuplan.bench.gpu import GpuBenchConfig
-from gpuplan.bench.gpu.runner import run_gpu_bench
-from gpuplan.results import Store
-from gpuplan.results.measurements import run_measurements
+from gpuplan.adapters.bench.gpu.config import GpuBenchConfig
+from gpuplan.adapters.bench.gpu.runner import run_gpu_bench
+from gpuplan.adapters.store.database import Store
+from gpuplan.adapters.store.measurements import run_measurements
 
 SMALL = {"device": "cpu", "gemm_size": 64, "copy_bytes": 1 << 20, "warmup": 1, "repeats": 3, "min_repeat_s": 0.0}
 

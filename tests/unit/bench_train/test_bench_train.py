@@ -9,12 +9,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from gpuplan.bench.train import TrainBenchConfig  # noqa: E402
-from gpuplan.bench.train import runner as train_runner  # noqa: E402
-from gpuplan.bench.train.model import resolve_config  # noqa: E402
-from gpuplan.errors import UserInputError  # noqa: E402
-from gpuplan.results import Store  # noqa: E402
-from gpuplan.results.measurements import run_measurements  # noqa: E402
+from gpuplan.adapters.bench.train import runner as train_runner  # noqa: E402
+from gpuplan.adapters.bench.train.config import TrainBenchConfig # noqa: E402
+from gpuplan.adapters.bench.train.model import resolve_config  # noqa: E402
+from gpuplan.adapters.store.database import Store # noqa: E402
+from gpuplan.adapters.store.measurements import run_measurements  # noqa: E402
+from gpuplan.core.errors import UserInputError  # noqa: E402
 
 BASE = {"model": "tiny-llama", "seq_len": 16, "device": "cpu", "steps": 2, "warmup_steps": 1}
 

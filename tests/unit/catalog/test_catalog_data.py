@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpuplan.catalog import Catalog, GpuSpec, load_catalog
+from gpuplan.adapters.catalog.loader import Catalog, load_catalog
+from gpuplan.core.hardware import GpuSpec
 
 EXPECTED_IDS = {
     "T4",
@@ -124,7 +125,7 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
 
 
 def _bundled_files() -> list[str]:
-    gpu_dir = resources.files("gpuplan.catalog").joinpath("data", "gpus")
+    gpu_dir = resources.files("gpuplan.data").joinpath("catalog", "gpus")
     return sorted(f.name for f in gpu_dir.iterdir() if f.name.endswith(".yaml"))
 
 
@@ -134,7 +135,7 @@ def _gpus(catalog: Catalog) -> list[GpuSpec]:
 
 @pytest.mark.parametrize("name", _bundled_files())
 def test_every_bundled_file_validates_and_is_named_after_its_id(name: str) -> None:
-    text = resources.files("gpuplan.catalog").joinpath("data", "gpus", name).read_text(encoding="utf-8")
+    text = resources.files("gpuplan.data").joinpath("catalog", "gpus", name).read_text(encoding="utf-8")
     spec = GpuSpec.model_validate(yaml.safe_load(text))
     assert name == f"{spec.id.lower()}.yaml"
     header = text.split("\nid:")[0]
@@ -310,12 +311,12 @@ def test_bundled_prices_are_plausible(catalog: Catalog) -> None:
 
 
 def test_prices_csv_has_the_documented_header() -> None:
-    text = resources.files("gpuplan.catalog").joinpath("data", "prices.csv").read_text(encoding="utf-8")
+    text = resources.files("gpuplan.data").joinpath("catalog", "prices.csv").read_text(encoding="utf-8")
     assert text.splitlines()[0] == "gpu,kind,provider,usd,as_of,source_url,region,notes"
 
 
 def test_readme_documents_the_allowlist() -> None:
-    readme = Path(str(resources.files("gpuplan.catalog").joinpath("README.md"))).read_text(encoding="utf-8")
+    readme = Path(str(resources.files("gpuplan.data").joinpath("catalog", "README.md"))).read_text(encoding="utf-8")
     assert all(gpu_id in readme for gpu_id in NO_ON_DEMAND_PRICE)
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.catalog import CONFIG_DIR_ENV, Catalog, default_catalog, load_catalog
-from gpuplan.errors import DataError, FileFormatError, UnknownNameError
+from gpuplan.adapters.catalog.loader import CONFIG_DIR_ENV, Catalog, default_catalog, load_catalog
+from gpuplan.core.errors import DataError, FileFormatError, UnknownNameError
 
 H100_URL = "https://www.nvidia.com/en-us/data-center/h100/"
 
@@ -345,10 +345,10 @@ def test_default_catalog_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_import_does_no_io(tmp_path: Path) -> None:
-    """A broken user config must not break ``import gpuplan.catalog``: loading happens on first use."""
+    """A broken user config must not break ``import gpuplan.adapters.catalog``: loading happens on first use."""
     _write(tmp_path / "gpus" / "bad.yaml", "id: [\n")
     src = Path(__file__).resolve().parents[3] / "src"
-    code = "import gpuplan.catalog as c; print(c.default_catalog.cache_info().currsize)"
+    code = "import gpuplan.adapters.catalog as c; print(c.default_catalog.cache_info().currsize)"
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

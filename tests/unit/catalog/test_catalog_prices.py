@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuplan.catalog import Catalog, PriceEntry, load_catalog, representative_price
-from gpuplan.errors import UnknownNameError
+from gpuplan.adapters.catalog.loader import Catalog, load_catalog, representative_price
+from gpuplan.core.errors import UnknownNameError
+from gpuplan.core.hardware import PriceEntry
 
 
 def _p(provider: str, usd: float, as_of: date, notes: str = "") -> PriceEntry:
@@ -148,7 +149,7 @@ def test_allowlisted_gpu_has_no_on_demand_price_but_may_have_purchase(catalog: C
 
 
 def test_price_notes_explain_conservative_dates() -> None:
-    text = Path(__file__).resolve().parents[3].joinpath("src/gpuplan/catalog/data/prices.csv").read_text()
+    text = Path(__file__).resolve().parents[3].joinpath("src/gpuplan/data/catalog/prices.csv").read_text()
     assert "conservative" in text and "midpoint of range" in text
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from gpuplan.cost import (
+from gpuplan.core.cost import (
     OwnershipAssumptions,
     break_even_months,
     cloud_usd_per_hour,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.errors import (
+from gpuplan.core.errors import (
     BenchmarkError,
     DataError,
     FileFormatError,

@@ -1,4 +1,4 @@
-"""gpuplan.frozen: the validated base refuses booleans where numbers belong (YAML's yes/true), and stays lax
+"""gpuplan.core.frozen: the validated base refuses booleans where numbers belong (YAML's yes/true), and stays lax
 elsewhere (lists for tuples, ints for floats)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Annotated
 import pytest
 from pydantic import Field, ValidationError
 
-from gpuplan.frozen import FiniteModel, FrozenModel
+from gpuplan.core.frozen import FiniteModel, FrozenModel
 
 
 class _Knobs(FiniteModel):

@@ -6,18 +6,18 @@ import math
 
 import pytest
 
-from gpuplan import service
-from gpuplan.catalog import default_catalog
-from gpuplan.errors import InfeasibleError, UserInputError
-from gpuplan.models import get_model
-from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.calibration import default_calibration
-from gpuplan.perf.layout import Layout
-from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
-from gpuplan.recommend.request import Plan
-from gpuplan.recommend.search import evaluate
-from gpuplan.scenario import ScenarioFile
-from gpuplan.units import GIB
+from gpuplan.usecases import service
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.adapters.scenario_files.deployment import ScenarioFile
+from gpuplan.core.errors import InfeasibleError, UserInputError
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.recommend import recommend
+from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation, SearchSpace, ServingTarget, Sla
+from gpuplan.core.recommend.search import evaluate
+from gpuplan.core.units import GIB
+from gpuplan.data.calibration import default_calibration
 
 TARGET = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=5)
 SLA = Sla(tpot_ms=50)

@@ -6,12 +6,13 @@ import math
 
 import pytest
 
-from gpuplan import service
-from gpuplan.catalog import default_catalog
-from gpuplan.errors import UserInputError
-from gpuplan.models import get_model
-from gpuplan.models.spec import ModelSpec
-from gpuplan.recommend import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla, recommend
+from gpuplan.usecases import service
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.recommend import recommend
+from gpuplan.core.recommend.request import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla
 
 TARGET = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=12)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan import units
-from gpuplan.dtypes import DTYPES, WEIGHT_DTYPE_NAMES, get_dtype
-from gpuplan.errors import UnknownNameError, UserInputError
+from gpuplan.core import units
+from gpuplan.core.dtypes import DTYPES, WEIGHT_DTYPE_NAMES, get_dtype
+from gpuplan.core.errors import UnknownNameError, UserInputError
 
 
 def test_gib_is_binary_and_gb_is_decimal() -> None:

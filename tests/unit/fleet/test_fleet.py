@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog import load_catalog
-from gpuplan.errors import FileFormatError, InfeasibleError, UnknownNameError, UserInputError
-from gpuplan.fleet import assign as assign_mod
-from gpuplan.fleet.assign import Pricing, assign, fleet_cost
-from gpuplan.fleet.planner import tier_of
-from gpuplan.fleet.service import owned_units, parse_fleet, plan_from_spec
-from gpuplan.fleet.sizing import PoolOption
-from gpuplan.fleet.spec import InventoryItem
-from gpuplan.fleet.units import mig_unit, parse_mig_ref, whole_gpu_unit
-from gpuplan.recommend.request import GpuOffer, MemoryBreakdownGib, Plan
-from gpuplan.service import offers
+from gpuplan.adapters.catalog.loader import load_catalog
+from gpuplan.core.errors import FileFormatError, InfeasibleError, UnknownNameError, UserInputError
+from gpuplan.core.fleet import assign as assign_mod
+from gpuplan.core.fleet.assign import Pricing, assign, fleet_cost
+from gpuplan.core.fleet.planner import tier_of
+from gpuplan.core.fleet.pool_units import mig_unit, parse_mig_ref, whole_gpu_unit
+from gpuplan.core.fleet.sizing import PoolOption
+from gpuplan.core.fleet.spec import InventoryItem
+from gpuplan.core.recommend.request import GpuOffer, MemoryBreakdownGib, Plan
+from gpuplan.usecases.fleet import owned_units, parse_fleet, plan_from_spec
+from gpuplan.usecases.service import offers
 
 SEED_003 = """
 name: seed-003

@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from gpuplan.catalog import load_catalog
-from gpuplan.errors import UnknownNameError, UserInputError
-from gpuplan.k8s.engines import ENGINES, EngineArgs, command
-from gpuplan.k8s.inventory import build_inventory
-from gpuplan.k8s.labels import gpu_from_label, product_label
-from gpuplan.k8s.manifests import render
-from gpuplan.k8s.pools import PoolDeployment
-from gpuplan.k8s.render import dump
-from gpuplan.k8s.validate import restricted_violations
+from gpuplan.adapters.catalog.loader import load_catalog
+from gpuplan.adapters.k8s.engine_args import ENGINES, EngineArgs, command
+from gpuplan.adapters.k8s.inventory import build_inventory
+from gpuplan.adapters.k8s.labels import gpu_from_label, product_label
+from gpuplan.adapters.k8s.manifests import render
+from gpuplan.adapters.k8s.pools import PoolDeployment
+from gpuplan.adapters.k8s.validate import restricted_violations
+from gpuplan.core.errors import UnknownNameError, UserInputError
+from gpuplan.usecases.deploy import dump
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "k8s"
 UPDATE_ENV = "GPUPLAN_UPDATE_GOLDEN"
@@ -109,7 +109,7 @@ def test_golden(case: str) -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_object_validates_against_kubernetes_schema(engine: str) -> None:
     pytest.importorskip("kubernetes_validate")
-    from gpuplan.k8s.validate import validate_schema
+    from gpuplan.adapters.k8s.validate import validate_schema
 
     objs = _all(render([_pool(), MIG], engine, bench_image="img:1"))  # type: ignore[arg-type]
     assert {o["kind"] for o in objs} == {
@@ -125,8 +125,8 @@ def test_every_object_validates_against_kubernetes_schema(engine: str) -> None:
 
 def test_schema_violation_is_reported() -> None:
     pytest.importorskip("kubernetes_validate")
-    from gpuplan.errors import DataError
-    from gpuplan.k8s.validate import validate_schema
+    from gpuplan.adapters.k8s.validate import validate_schema
+    from gpuplan.core.errors import DataError
 
     bad = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"ports": "80"}}
     with pytest.raises(DataError, match="Service/x fails the Kubernetes"):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-CONFIG_DIR = Path(__file__).resolve().parents[3] / "src" / "gpuplan" / "models" / "data" / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[3] / "src" / "gpuplan" / "data" / "models" / "configs"
 
 
 def index_rows() -> list[dict[str, str]]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.errors import UserInputError
-from gpuplan.models import (
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.model.arith import (
     attention_flops_per_token,
     decode_flops_per_token,
-    get_model,
     kv_elements_for_sequence,
     kv_elements_per_token,
     matmul_flops_per_token,

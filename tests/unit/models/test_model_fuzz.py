@@ -10,15 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from models_testdata import all_raw_configs
 
-from gpuplan.errors import FileFormatError
-from gpuplan.models import (
-    SUPPORTED_MODEL_TYPES,
-    ModelSpec,
-    kv_elements_for_sequence,
-    param_counts,
-    parse_hf_config,
-    prefill_flops,
-)
+from gpuplan.adapters.models.hf_config import SUPPORTED_MODEL_TYPES, parse_hf_config
+from gpuplan.core.errors import FileFormatError
+from gpuplan.core.model.arith import kv_elements_for_sequence, param_counts, prefill_flops
+from gpuplan.core.model.spec import ModelSpec
 
 CONFIGS = all_raw_configs()
 NESTED = ("text_config", "attn_config")

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 from models_testdata import all_raw_configs, raw_config
 
-from gpuplan.errors import FileFormatError
-from gpuplan.models import SUPPORTED_MODEL_TYPES, ModelSpec, param_counts, parse_hf_config
+from gpuplan.adapters.models.hf_config import SUPPORTED_MODEL_TYPES, parse_hf_config
+from gpuplan.core.errors import FileFormatError
+from gpuplan.core.model.arith import param_counts
+from gpuplan.core.model.spec import ModelSpec
 
 
 def _llama() -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from models_testdata import index_rows, raw_config
 
-from gpuplan.models import get_model, param_counts
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.model.arith import param_counts
 
 TOLERANCE = 0.02
 NOMINAL_TOLERANCE = 0.10

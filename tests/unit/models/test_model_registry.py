@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 from models_testdata import raw_config
 
-from gpuplan.errors import FileFormatError, UnknownNameError, UserInputError
-from gpuplan.models import (
+from gpuplan.adapters.models import registry
+from gpuplan.adapters.models.registry import (
     aliases,
     bundled_ids,
     get_model,
     list_models,
     model_for_seq_len,
-    param_counts,
-    registry,
     with_position_table,
 )
+from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
+from gpuplan.core.model.arith import param_counts
 
 REAL_HUB_CONFIG = registry._hub_config
 

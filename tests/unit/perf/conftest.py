@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog import default_catalog
-from gpuplan.catalog.schema import GpuSpec
-from gpuplan.models import get_model
-from gpuplan.models.spec import ModelSpec
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.spec import ModelSpec
 
 
 @pytest.fixture(scope="session")

@@ -8,13 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpuplan.errors import DataError
-from gpuplan.perf.calibration import (
-    Calibration,
-    default_calibration,
-    parse_calibration,
-    prior_calibration,
-)
+from gpuplan.core.calibration.serving import Calibration, parse_calibration
+from gpuplan.core.errors import DataError
+from gpuplan.data.calibration import default_calibration, prior_calibration
 
 BUNDLES = {"calibration": default_calibration, "priors": prior_calibration}
 FRACTION_MAPS = ("compute_efficiency", "bandwidth_efficiency", "engine_efficiency")
@@ -127,7 +123,7 @@ def test_negative_efficiency_in_a_map_is_refused(field: str) -> None:
 
 
 def test_a_calibration_file_without_the_power_exponent_applies_no_cap() -> None:
-    data = yaml.safe_load(resources.files("gpuplan.perf").joinpath("data/calibration.yaml").read_text())
+    data = yaml.safe_load(resources.files("gpuplan.data").joinpath("calibration/calibration.yaml").read_text())
     del data["power_limit_exponent"]
     assert parse_calibration(data, origin="old.yaml").power_limit_exponent == 0.0
     assert 1 / 3 <= default_calibration().power_limit_exponent <= 1.0  # fitted within the physical range

@@ -7,16 +7,16 @@ import math
 
 import pytest
 
-from gpuplan.catalog import default_catalog
-from gpuplan.catalog.schema import GpuSpec
-from gpuplan.errors import InfeasibleError
-from gpuplan.models import get_model
-from gpuplan.models.spec import ModelSpec
-from gpuplan.perf import inference
-from gpuplan.perf.calibration import default_calibration
-from gpuplan.perf.inference import InferenceWorkload, ReplicaModel, predict_inference
-from gpuplan.perf.layout import Layout
-from gpuplan.perf.roofline import StepModel
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.errors import InfeasibleError
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf import inference
+from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel, predict_inference
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.perf.roofline import StepModel
+from gpuplan.data.calibration import default_calibration
 
 LLAMA_8B_BF16_BYTES = 8_030_261_248 * 2
 

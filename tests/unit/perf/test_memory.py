@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog import default_catalog
-from gpuplan.catalog.schema import GpuSpec
-from gpuplan.dtypes import get_dtype
-from gpuplan.models import get_model, param_counts
-from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.layout import Layout
-from gpuplan.perf.memory import (
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.dtypes import get_dtype
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.arith import param_counts
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.perf.memory import (
     activation_peak_bytes,
     inference_memory,
     kv_bytes_for_sequence_per_gpu,
@@ -19,7 +20,7 @@ from gpuplan.perf.memory import (
     usable_memory_bytes,
     weight_bytes_per_gpu,
 )
-from gpuplan.units import GIB
+from gpuplan.core.units import GIB
 
 LLAMA_8B_PARAMS = 8_030_261_248
 LLAMA_8B_EMBED = 128_256 * 4096  # vocab x hidden = 525,336,576 (embedding and untied LM head each)

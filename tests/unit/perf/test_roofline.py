@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog.schema import GpuSpec
-from gpuplan.models import arith, get_model
-from gpuplan.models.spec import ModelSpec
-from gpuplan.perf.calibration import default_calibration
-from gpuplan.perf.layout import Layout
-from gpuplan.perf.roofline import StepModel
+from gpuplan.core.model import arith
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.perf.roofline import StepModel
+from gpuplan.data.calibration import default_calibration
 
 LLAMA_8B_PARAMS = 8_030_261_248
 LLAMA_8B_INPUT_EMBEDDING = 128_256 * 4096
@@ -127,15 +128,15 @@ def test_expert_efficiency_slows_only_the_routed_part(h100: GpuSpec) -> None:
     ],
 )
 def test_power_limited_fraction_by_hand(gpu_id: str, expected: float) -> None:
-    from gpuplan.catalog import default_catalog
-    from gpuplan.perf.roofline import power_limited_fraction
+    from gpuplan.adapters.catalog.loader import default_catalog
+    from gpuplan.core.perf.roofline import power_limited_fraction
 
     assert power_limited_fraction(default_catalog().get_gpu(gpu_id)) == pytest.approx(expected, rel=1e-9)
 
 
 def test_power_cap_slows_gemm_math_but_not_weight_streaming(llama8b: ModelSpec) -> None:
-    from gpuplan.catalog import default_catalog
-    from gpuplan.perf.roofline import power_limited_fraction
+    from gpuplan.adapters.catalog.loader import default_catalog
+    from gpuplan.core.perf.roofline import power_limited_fraction
 
     nvl = default_catalog().get_gpu("H100-NVL")
     cal = default_calibration()

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from gpuplan.catalog import load_catalog
-from gpuplan.models import get_model
-from gpuplan.perf.inference import ReplicaModel
-from gpuplan.perf.layout import Layout
+from gpuplan.adapters.catalog.loader import load_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.perf.inference import ReplicaModel
+from gpuplan.core.perf.layout import Layout
 
 MODEL = "meta-llama/Llama-3.1-8B"
 GPU = "H100-SXM"

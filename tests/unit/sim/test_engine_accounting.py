@@ -8,14 +8,14 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from gpuplan.errors import UserInputError
-from gpuplan.perf.inference import InferenceWorkload, ReplicaModel
-from gpuplan.perf.layout import Layout
-from gpuplan.sim.capacity import max_rate_under_slo
-from gpuplan.sim.config import Disaggregation, SimConfig, Slo
-from gpuplan.sim.metrics import SimSummary, summarise
-from gpuplan.sim.simulator import SimResult, _Loop, simulate
-from gpuplan.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.sim.capacity import max_rate_under_slo
+from gpuplan.core.sim.config import Disaggregation, SimConfig, Slo
+from gpuplan.core.sim.metrics import SimSummary, summarise
+from gpuplan.core.sim.simulator import SimResult, _Loop, simulate
+from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
 
 Builder = Callable[..., ReplicaModel]
 

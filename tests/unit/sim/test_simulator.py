@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuplan.errors import UserInputError
-from gpuplan.perf.inference import InferenceWorkload, ReplicaModel
-from gpuplan.perf.layout import Layout
-from gpuplan.sim.config import Disaggregation, SimConfig
-from gpuplan.sim.metrics import summarise
-from gpuplan.sim.simulator import simulate
-from gpuplan.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.sim.config import Disaggregation, SimConfig
+from gpuplan.core.sim.metrics import summarise
+from gpuplan.core.sim.simulator import simulate
+from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
 
 Builder = Callable[..., ReplicaModel]
 SATURATION_TOLERANCE = 0.25

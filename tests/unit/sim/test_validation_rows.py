@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from gpuplan.catalog import default_catalog
-from gpuplan.perf.calibration import default_calibration
-from gpuplan.validation.cases import Case
-from gpuplan.validation.datasets import DatasetLengths, dataset_of, row_lengths
-from gpuplan.validation.predict import predict_case
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.data.calibration import default_calibration
+from gpuplan.usecases.validation.cases import Case
+from gpuplan.usecases.validation.datasets import DatasetLengths, dataset_of, row_lengths
+from gpuplan.usecases.validation.predict import predict_case
 
 
 def _case(metric: str, concurrency: int | None, **extra: str) -> Case:

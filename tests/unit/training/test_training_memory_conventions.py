@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.models import get_model
-from gpuplan.models.arith import param_counts
-from gpuplan.training.activations import in_flight_stage_micro_batches
-from gpuplan.training.memory import MemoryOptions, training_memory
-from gpuplan.training.spec import TrainingJob, TrainingLayout
-from gpuplan.training.step import pipeline_bubble_fraction
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.model.arith import param_counts
+from gpuplan.core.training.activations import in_flight_stage_micro_batches
+from gpuplan.core.training.memory import MemoryOptions, training_memory
+from gpuplan.core.training.spec import TrainingJob, TrainingLayout
+from gpuplan.core.training.step import pipeline_bubble_fraction
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B"
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.catalog import default_catalog
-from gpuplan.errors import UserInputError
-from gpuplan.models import get_model
-from gpuplan.models.arith import param_counts
-from gpuplan.training.calibration import default_training_calibration
-from gpuplan.training.flops import executed_flops_per_token, model_flops_per_token
-from gpuplan.training.memory import training_memory
-from gpuplan.training.search import search_layouts
-from gpuplan.training.spec import TrainingJob, TrainingLayout, check_layout, interleaved_chunks
-from gpuplan.training.step import pipeline_bubble_fraction, predict_step
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.model.arith import param_counts
+from gpuplan.core.training.flops import executed_flops_per_token, model_flops_per_token
+from gpuplan.core.training.memory import training_memory
+from gpuplan.core.training.search import search_layouts
+from gpuplan.core.training.spec import TrainingJob, TrainingLayout, check_layout, interleaved_chunks
+from gpuplan.core.training.step import pipeline_bubble_fraction, predict_step
+from gpuplan.data.calibration import default_training_calibration
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B"
 

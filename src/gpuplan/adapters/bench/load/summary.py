@@ -1,0 +1,127 @@
+"""From request records to the run's summary (the ``bench serve --format json`` contract).
+
+Warm-up requests are excluded. ``achieved_rate`` is measured sends per second of the measurement
+window, stretched when the client sent its last request late; ``ttft_ms``/``e2e_ms`` are from the
+actual send and ``*_from_schedule_ms`` from the scheduled send; ``itl_ms`` pools every gap of every
+request (vLLM's "ITL") while ``tpot_ms`` is per request (docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.store.records import RequestRecord
+
+
+class Dist(BaseModel):
+    """Mean and percentiles of one metric (None when nothing was measured)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+class ClientLateness(BaseModel):
+    """The load tester's own lateness: sends behind schedule and event-loop lag."""
+
+    model_config = ConfigDict(frozen=True)
+
+    send_lag_ms: Dist
+    sends_late_over_1ms: float
+    loop_lag_ms: Dist
+    cpu_ms_per_request: float | None = None
+
+
+class BenchSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    mode: str
+    target_rate: float | None
+    concurrency: int | None
+    duration_s: float
+    requests_sent: int
+    requests_completed: int
+    requests_failed: int
+    warmup_excluded: int
+    achieved_rate: float
+    ttft_ms: Dist
+    e2e_ms: Dist
+    ttft_from_schedule_ms: Dist
+    e2e_from_schedule_ms: Dist
+    tpot_ms: Dist
+    itl_ms: Dist
+    input_tokens_mean: float | None
+    output_tokens_mean: float | None
+    output_tokens_per_s: float
+    goodput_rps: float | None
+    errors: dict[str, int]
+    client: ClientLateness
+    server_metrics: dict[str, Any] | None = None
+
+
+def dist(values: Sequence[float]) -> Dist:
+    if not values:
+        return Dist()
+    a = np.asarray(values, dtype=float)
+    p50, p90, p99 = (float(x) for x in np.percentile(a, [50, 90, 99]))
+    return Dist(mean=float(a.mean()), p50=p50, p90=p90, p99=p99, max=float(a.max()))
+
+
+def _meets_slo(r: RequestRecord, config: LoadConfig) -> bool:
+    if config.slo_ttft_ms is not None and (r.ttft_sched_ms is None or r.ttft_sched_ms > config.slo_ttft_ms):
+        return False
+    return not (config.slo_tpot_ms is not None and r.tpot_ms is not None and r.tpot_ms > config.slo_tpot_ms)
+
+
+def _client(lags: list[float], loop_lag_ms: Sequence[float], cpu_s: float | None, sent: int) -> ClientLateness:
+    return ClientLateness(send_lag_ms=dist(lags), sends_late_over_1ms=(
+        sum(x > 1.0 for x in lags) / len(lags) if lags else 0.0), loop_lag_ms=dist(list(loop_lag_ms)),
+        cpu_ms_per_request=cpu_s * 1e3 / sent if cpu_s is not None and sent else None)
+
+
+def summarize(run_id: str, config: LoadConfig, records: Sequence[RequestRecord],
+              loop_lag_ms: Sequence[float] = (), cpu_s: float | None = None, session_requests: int = 0,
+              server_metrics: dict[str, Any] | None = None) -> BenchSummary:
+    """The summary of all measured (non-warm-up) records; latest record per index wins.
+
+    ``cpu_s``: the client's CPU seconds over the ``session_requests`` requests this session sent."""
+    latest = {r.index: r for r in sorted(records, key=lambda r: r.done_s)}
+    measured = [r for r in latest.values() if not r.warmup]
+    ok = [r for r in measured if r.ok]
+    start = config.warmup_s
+    send_span = max((r.sent_s for r in measured), default=start) - start
+    done_span = max((r.done_s for r in ok), default=start) - start
+    window = max(config.duration_s, send_span)
+    out_tokens = sum(r.output_tokens for r in ok)
+    slo = config.slo_ttft_ms is not None or config.slo_tpot_ms is not None
+    lags = [r.send_lag_ms for r in measured] if config.open_loop else []
+    return BenchSummary(
+        run_id=run_id, mode=config.mode, target_rate=config.rate_rps,
+        concurrency=config.concurrency, duration_s=config.duration_s, requests_sent=len(measured),
+        requests_completed=len(ok), requests_failed=len(measured) - len(ok),
+        warmup_excluded=len(latest) - len(measured),
+        achieved_rate=(len(measured) if config.open_loop else len(ok)) / window,
+        ttft_ms=dist([r.ttft_ms for r in ok if r.ttft_ms is not None]),
+        e2e_ms=dist([r.e2e_ms for r in ok if r.e2e_ms is not None]),
+        ttft_from_schedule_ms=dist([r.ttft_sched_ms for r in ok if r.ttft_sched_ms is not None]),
+        e2e_from_schedule_ms=dist([r.e2e_sched_ms for r in ok if r.e2e_sched_ms is not None]),
+        tpot_ms=dist([r.tpot_ms for r in ok if r.tpot_ms is not None]),
+        itl_ms=dist([g for r in ok for g in r.itl_ms]),
+        input_tokens_mean=float(np.mean([r.input_tokens for r in ok])) if ok else None,
+        output_tokens_mean=out_tokens / len(ok) if ok else None,
+        output_tokens_per_s=out_tokens / max(done_span, window, 1e-9),
+        goodput_rps=sum(_meets_slo(r, config) for r in ok) / window if slo else None,
+        errors=dict(Counter(r.error for r in measured if r.error is not None)),
+        client=_client(lags, loop_lag_ms, cpu_s, session_requests), server_metrics=server_metrics,
+    )

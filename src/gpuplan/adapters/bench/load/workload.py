@@ -1,0 +1,111 @@
+"""What each request of a run sends: its schedule offset, prompt and ``max_tokens``.
+
+- Synthetic (default): ``input_tokens`` words per prompt (docs/bench.md, token-count approximation),
+  different per request, ``max_tokens = output_tokens``; offsets from :mod:`schedule`.
+- ``trace_path``: the simulator's trace format (CSV with a header or JSON lines of ``arrival_s``,
+  ``input_tokens``, ``output_tokens``; read by :func:`gpuplan.core.sim.workload.parse_trace`): request ``i``
+  is sent at its ``arrival_s`` (first arrival = 0) with that many prompt words and ``max_tokens``;
+  only arrivals inside ``warmup + duration`` are sent.
+- ``prompts_path``: JSON lines, each a string or an object with ``prompt`` (and optionally
+  ``output_tokens``/``max_tokens``); request ``i`` uses line ``i mod n``. Its token count is estimated
+  (one word = one token) unless the server reports ``usage``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.schedule import offsets_s
+from gpuplan.adapters.bench.tokens import estimate_tokens, synthetic_prompt
+from gpuplan.core.errors import FileFormatError, UserInputError
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Offsets (open loop; empty in closed loop), per-request token counts (trace) and prompts (file)."""
+
+    offsets: list[float]
+    input_tokens: list[int] | None = None
+    output_tokens: list[int] | None = None
+    prompts: list[Prompt] | None = None
+
+    def request(self, config: LoadConfig, index: int) -> tuple[str, int, int]:
+        """(prompt, estimated input tokens, max_tokens) of request ``index``."""
+        out = self.output_tokens[index] if self.output_tokens is not None else config.output_tokens
+        if self.prompts:
+            prompt = self.prompts[index % len(self.prompts)]
+            return prompt.text, estimate_tokens(prompt.text), prompt.output_tokens or out
+        tokens = self.input_tokens[index] if self.input_tokens is not None else config.input_tokens
+        return synthetic_prompt(max(tokens, 1), config.seed * 1_000_003 + index), max(tokens, 1), out
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserInputError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
+
+
+def load_trace(path: str) -> tuple[list[float], list[int], list[int]]:
+    """(arrival_s, input_tokens, output_tokens) of a trace file, sorted, first arrival at 0."""
+    from gpuplan.core.sim.workload import parse_trace
+
+    text = _read(path, "trace")
+    if path.endswith((".jsonl", ".json", ".ndjson")):
+        trace = parse_trace(text, origin=path, fmt="jsonl")
+    else:
+        trace = parse_trace(text, origin=path, fmt="csv")
+    return ([float(t) for t in trace.arrival_s], [int(n) for n in trace.input_tokens],
+            [int(n) for n in trace.output_tokens])
+
+
+def trace_span_s(path: str) -> float:
+    """Seconds from the first to just after the last arrival (a trace's natural duration)."""
+    arrivals = load_trace(path)[0]
+    return arrivals[-1] + max(arrivals[-1] / max(len(arrivals) - 1, 1), 1e-3)
+
+
+def _prompt(item: object, path: str, number: int) -> Prompt:
+    if isinstance(item, str):
+        return Prompt(item)
+    if isinstance(item, dict) and isinstance(item.get("prompt"), str):
+        out = item.get("output_tokens", item.get("max_tokens"))
+        if out is not None and (not isinstance(out, int) or out < 1):
+            raise FileFormatError(f"{path} line {number}: output_tokens must be a whole number >= 1")
+        return Prompt(item["prompt"], out)
+    raise FileFormatError(f"{path} line {number}: expected a string or an object with a \"prompt\" string")
+
+
+def load_prompts(path: str) -> list[Prompt]:
+    prompts = []
+    for number, line in enumerate(_read(path, "prompt file").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise FileFormatError(f"{path} line {number}: not JSON ({exc})") from None
+        prompts.append(_prompt(item, path, number))
+    if not prompts:
+        raise FileFormatError(f"{path}: no prompts", hint='one JSON line per prompt: {"prompt": "..."}')
+    return prompts
+
+
+def build(config: LoadConfig) -> Plan:
+    """The plan of ``config`` (reads the trace and prompt files it names)."""
+    prompts = load_prompts(config.prompts_path) if config.prompts_path else None
+    if config.trace_path is None:
+        return Plan(offsets_s(config) if config.rate_rps is not None else [], prompts=prompts)
+    arrivals, inputs, outputs = load_trace(config.trace_path)
+    window = config.warmup_s + config.duration_s
+    count = min(sum(t < window for t in arrivals), config.max_requests)
+    return Plan(arrivals[:count], inputs[:count], outputs[:count], prompts)

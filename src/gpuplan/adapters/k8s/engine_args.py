@@ -1,0 +1,156 @@
+"""Serving engines as containers: image, port, health endpoint, and the CLI args derived from a plan.
+
+Flags per engine (read at these versions):
+- vLLM ``vllm serve`` (https://docs.vllm.ai/en/v0.10.1/cli/serve.html): --tensor-parallel-size,
+  --pipeline-parallel-size, --max-model-len, --gpu-memory-utilization, --max-num-seqs,
+  --quantization, --kv-cache-dtype; health ``GET /health``.
+- SGLang ``python -m sglang.launch_server`` (https://docs.sglang.ai/backend/server_arguments.html):
+  --tp-size, --pp-size, --context-length, --mem-fraction-static, --max-running-requests,
+  --quantization, --kv-cache-dtype; health ``GET /health``.
+- TGI ``text-generation-launcher`` (https://huggingface.co/docs/text-generation-inference/reference/launcher):
+  --num-shard, --max-total-tokens, --max-input-tokens, --max-concurrent-requests, --quantize,
+  --cuda-memory-fraction; health ``GET /health``. TGI has no pipeline parallelism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuplan.core.errors import UserInputError
+
+Engine = Literal["vllm", "sglang", "tgi"]
+ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "tgi")
+CONTAINER_PORT = 8000
+"""One unprivileged port for every engine (a non-root container cannot bind < 1024 under 'restricted')."""
+IMAGES: dict[Engine, str] = {
+    "vllm": "vllm/vllm-openai:v0.10.1",
+    "sglang": "lmsysorg/sglang:v0.4.10",
+    "tgi": "ghcr.io/huggingface/text-generation-inference:3.3.4",
+}
+"""Pinned release images (Docker Hub vllm/vllm-openai, lmsysorg/sglang; GHCR huggingface/tgi)."""
+HEALTH_PATH: dict[Engine, str] = {"vllm": "/health", "sglang": "/health", "tgi": "/health"}
+DEFAULT_MEMORY_FRACTION: dict[Engine, float] = {"vllm": 0.9, "sglang": 0.88, "tgi": 0.9}
+"""Engine defaults of gpu_memory_utilization / mem_fraction_static / cuda_memory_fraction (docs/model.md)."""
+QUANTIZATION: dict[Engine, dict[str, str | None]] = {
+    "vllm": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": "awq", "int8": None},
+    "sglang": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": "awq", "int8": None},
+    "tgi": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": "awq", "int8": "eetq"},
+}
+"""Weight dtype -> quantisation flag value; None: not passed (16-bit, or the checkpoint's own
+quantisation config decides, e.g. W8A8 compressed-tensors). int4 assumes an AWQ checkpoint."""
+
+
+@dataclass(frozen=True)
+class EngineArgs:
+    """What a pool asks of its engine."""
+
+    model: str
+    tp: int
+    pp: int
+    max_model_len: int
+    max_num_seqs: int
+    weight_dtype: str
+    kv_dtype: str
+    gpu_memory_utilization: float | None = None
+
+
+def _quant(engine: Engine, dtype: str) -> str | None:
+    table = QUANTIZATION[engine]
+    if dtype not in table:
+        raise UserInputError(
+            f"{engine} has no flag for {dtype} weights", hint=f"use one of {', '.join(sorted(table))}"
+        )
+    return table[dtype]
+
+
+def command(engine: Engine, a: EngineArgs) -> list[str]:
+    """The container command line (entrypoint included) for one replica."""
+    builders = {"vllm": _vllm, "sglang": _sglang, "tgi": _tgi}
+    return builders[engine](a)
+
+
+def _vllm(a: EngineArgs) -> list[str]:
+    args = [
+        "vllm",
+        "serve",
+        a.model,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(CONTAINER_PORT),
+        "--tensor-parallel-size",
+        str(a.tp),
+        "--pipeline-parallel-size",
+        str(a.pp),
+        "--max-model-len",
+        str(a.max_model_len),
+        "--max-num-seqs",
+        str(a.max_num_seqs),
+        "--gpu-memory-utilization",
+        f"{a.gpu_memory_utilization or DEFAULT_MEMORY_FRACTION['vllm']:g}",
+    ]
+    if quant := _quant("vllm", a.weight_dtype):
+        args += ["--quantization", quant]
+    if a.kv_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8"]
+    return args
+
+
+def _sglang(a: EngineArgs) -> list[str]:
+    args = [
+        "python3",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        a.model,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(CONTAINER_PORT),
+        "--tp-size",
+        str(a.tp),
+        "--pp-size",
+        str(a.pp),
+        "--context-length",
+        str(a.max_model_len),
+        "--max-running-requests",
+        str(a.max_num_seqs),
+        "--mem-fraction-static",
+        f"{a.gpu_memory_utilization or DEFAULT_MEMORY_FRACTION['sglang']:g}",
+    ]
+    if quant := _quant("sglang", a.weight_dtype):
+        args += ["--quantization", quant]
+    if a.kv_dtype == "fp8":
+        args += ["--kv-cache-dtype", "fp8_e5m2"]
+    return args
+
+
+def _tgi(a: EngineArgs) -> list[str]:
+    if a.pp > 1:
+        raise UserInputError(
+            f"TGI has no pipeline parallelism but the plan uses pp={a.pp}",
+            hint="render with --engine vllm or sglang, or pick a plan with pp=1",
+        )
+    args = [
+        "text-generation-launcher",
+        "--model-id",
+        a.model,
+        "--hostname",
+        "0.0.0.0",
+        "--port",
+        str(CONTAINER_PORT),
+        "--num-shard",
+        str(a.tp),
+        "--max-total-tokens",
+        str(a.max_model_len),
+        "--max-input-tokens",
+        str(max(a.max_model_len - 1, 1)),
+        "--max-concurrent-requests",
+        str(a.max_num_seqs),
+        "--cuda-memory-fraction",
+        f"{a.gpu_memory_utilization or DEFAULT_MEMORY_FRACTION['tgi']:g}",
+    ]
+    if quant := _quant("tgi", a.weight_dtype):
+        args += ["--quantize", quant]
+    return args

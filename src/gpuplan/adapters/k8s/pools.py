@@ -1,0 +1,127 @@
+"""What gets deployed: one :class:`PoolDeployment` per pool, from a fleet plan or a recommend plan.
+
+Engine limits derived from the plan:
+- ``max_model_len`` = prompt + answer tokens of the class (the context the plan was sized for);
+- ``max_num_seqs`` = requests a replica runs at its SLA-limited load: the running count at the
+  design load divided by the utilisation (running grows about linearly with load, Little's law),
+  capped at the engine default 256 (vLLM ``max_num_seqs``);
+- ``maxUnavailable`` of the PodDisruptionBudget = replicas the others can cover: ⌊N·(1 − u)⌋,
+  at least 1 so that a node drain can always proceed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.k8s.labels import product_label
+from gpuplan.core.fleet.planner import FleetPlan, Tier, tier_of
+from gpuplan.core.fleet.pool_units import PoolUnit, mig_unit, whole_gpu_unit
+from gpuplan.core.fleet.spec import DNS_LABEL
+from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.recommend.request import GpuOffer, Plan
+from gpuplan.core.units import MIB
+
+DEFAULT_MAX_NUM_SEQS = 256
+"""vLLM's default max_num_seqs (docs/model.md, perf/engines.py)."""
+PLAN_HEADROOM = 0.85
+"""A recommend plan runs replicas at ≤ 85 % of the SLA-limited load (SearchSpace.headroom)."""
+MEMORY_LABEL_FLOOR = 0.9
+"""GFD's nvidia.com/gpu.memory is nvidia-smi's MiB total (ECC and reservations vary); a node
+matches when it reports at least 90 % of the nominal size."""
+
+
+class PoolDeployment(FrozenModel):
+    """One Deployment (and its Service and PDB)."""
+
+    name: str = Field(pattern=DNS_LABEL, max_length=52)
+    fleet: str = Field(pattern=DNS_LABEL, max_length=63)
+    model: str
+    gpu: str
+    product_label: str
+    min_memory_mib: int
+    mig_profile: str | None
+    tier: Literal["hpc", "general", "cost"]
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    replicas: int = Field(ge=1)
+    weight_dtype: str
+    kv_dtype: str
+    max_model_len: int = Field(ge=1, le=10_000_000)
+    max_num_seqs: int = Field(ge=1)
+    max_unavailable: int = Field(ge=0)
+    rate_rps: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+def _max_num_seqs(plan: Plan, utilisation: float) -> int:
+    return max(1, min(DEFAULT_MAX_NUM_SEQS, math.ceil(plan.concurrency_per_replica / max(utilisation, 1e-3))))
+
+
+def _max_unavailable(replicas: int, utilisation: float) -> int:
+    return max(1, math.floor(replicas * (1.0 - utilisation)))
+
+
+def from_fleet(plan: FleetPlan, catalog: Catalog) -> list[PoolDeployment]:
+    out = []
+    for pool in plan.pools:
+        gpu = catalog.get_gpu(pool.gpu)
+        out.append(
+            PoolDeployment(
+                name=pool.name[:52].rstrip("-"),
+                fleet=plan.name,
+                model=pool.model,
+                gpu=gpu.id,
+                product_label=product_label(gpu),
+                min_memory_mib=int(gpu.memory_bytes / MIB * MEMORY_LABEL_FLOOR),
+                mig_profile=pool.mig_profile,
+                tier=pool.tier,
+                tp=pool.plan.tp,
+                pp=pool.plan.pp,
+                replicas=pool.plan.replicas,
+                weight_dtype=pool.plan.weight_dtype,
+                kv_dtype=pool.plan.kv_dtype,
+                max_model_len=pool.input_tokens + pool.output_tokens,
+                max_num_seqs=_max_num_seqs(pool.plan, pool.utilisation),
+                max_unavailable=_max_unavailable(pool.plan.replicas, pool.utilisation),
+                rate_rps=pool.rate_rps,
+                input_tokens=pool.input_tokens,
+                output_tokens=pool.output_tokens,
+            )
+        )
+    return out
+
+
+def from_plan(plan: Plan, model: str, catalog: Catalog, *, max_model_len: int, name: str) -> PoolDeployment:
+    """A recommend plan (``plan.gpu`` a catalog id, or ``GPU/profile`` for a MIG slice)."""
+    unit = _unit(plan.gpu, catalog)
+    tier: Tier = tier_of(unit)
+    return PoolDeployment(
+        name=name,
+        fleet=name,
+        model=model,
+        gpu=unit.parent.id,
+        product_label=product_label(unit.parent),
+        min_memory_mib=int(unit.parent.memory_bytes / MIB * MEMORY_LABEL_FLOOR),
+        mig_profile=unit.mig.name if unit.mig else None,
+        tier=tier,
+        tp=plan.tp,
+        pp=plan.pp,
+        replicas=plan.replicas,
+        weight_dtype=plan.weight_dtype,
+        kv_dtype=plan.kv_dtype,
+        max_model_len=max_model_len,
+        max_num_seqs=_max_num_seqs(plan, PLAN_HEADROOM),
+        max_unavailable=_max_unavailable(plan.replicas, PLAN_HEADROOM),
+        rate_rps=plan.requests_per_s,
+    )
+
+
+def _unit(gpu_ref: str, catalog: Catalog) -> PoolUnit:
+    base, _, profile = gpu_ref.partition("/")
+    offer = GpuOffer(gpu=catalog.get_gpu(base))
+    return mig_unit(offer, profile) if profile else whole_gpu_unit(offer)

@@ -1,0 +1,1 @@
+"""Scenario YAML documents: one document, one validated object (deployment, simulation, training)."""

@@ -1,4 +1,0 @@
-"""Measurement adapters: the mock OpenAI-compatible server (``mock``) and the serving load tester (``load``).
-
-Adapters layer: may import the core, the core never imports them. Results go to ``gpuplan.results``.
-"""

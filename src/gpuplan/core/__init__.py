@@ -1,0 +1,2 @@
+"""The pure core: units, dtypes, hardware and model arithmetic, memory, performance, simulation, search,
+training and fleet maths. No I/O; imports nothing above it (see docs/architecture.md)."""

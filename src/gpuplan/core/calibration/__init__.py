@@ -1,0 +1,1 @@
+"""Named efficiency factors of the serving and training models, with their provenance (pure types)."""

@@ -1,0 +1,127 @@
+"""Named efficiency factors that turn roofline peaks into achieved rates, with their provenance.
+
+Physical meaning, so that a factor fitted on one GPU transfers to another of the same family:
+
+* ``compute_efficiency[family]``: achieved fraction of the dense 16-bit tensor peak in large GEMMs
+  (prefill, big decode batches). ``low_precision_compute_scale`` multiplies it for FP8/INT8/FP4,
+  whose doubled peaks are harder to reach.
+* ``bandwidth_efficiency[family]``: achieved fraction of HBM/GDDR bandwidth when streaming weights
+  and KV cache (decode).
+* ``engine_efficiency[engine]``: the engine's kernels and scheduler relative to TensorRT-LLM (1.0).
+* ``step_overhead_s[engine]``: fixed host-side time per forward step (scheduling, sampling,
+  launch), which dominates small models at batch 1.
+* ``link_efficiency``: achieved fraction of the link bandwidth in ring all-reduce.
+* ``hop_latency_s[link]``: latency of one ring step on that link kind (NVLink ~ µs; PCIe through
+  the host bridge ~ 10 µs); an all-reduce over TP ranks takes 2(tp−1) steps.
+* ``layer_overhead_s``: kernel-launch time per transformer layer of a prefill step (about ten
+  kernels of a few µs each). Decode steps replay captured CUDA graphs (vLLM, TensorRT-LLM), so
+  they pay only ``step_overhead_s``.
+* ``overlap_loss``: the part of the shorter of weight streaming and GEMM math that the longer does
+  not hide in a step (0 = pure roofline max, 1 = the two add up). It matters near the ridge point:
+  mid-size decode batches and serving steps that mix decodes with prefill chunks. A calibration
+  file without it reads as 0.
+* ``expert_efficiency``: routed-expert work (streaming the touched experts and their GEMMs) relative
+  to dense layers: grouped GEMMs over many small per-expert batches reach a lower share of the peak.
+  A calibration file without it reads as 1 (experts cost what dense layers cost).
+* ``power_limit_exponent``: how much of a power-capped board's linear power bound
+  (``roofline.power_limited_fraction``: PCIe and NVL boards against their SXM sibling) shows up in
+  its GEMM rate: achieved peak = spec peak x bound ** exponent. 1 = power scales with clock alone;
+  about 1/3 = power ~ f·V² with the voltage following the clock. Memory-bound decode draws less
+  power and is not capped. A calibration file without it reads as 0 (no cap).
+
+The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, ValidationError, model_validator
+
+from gpuplan.core.errors import DataError, first_problem
+from gpuplan.core.frozen import FiniteModel
+
+DEFAULT_FAMILY = "default"
+MAX_FACTOR = 1.5
+"""No efficiency can exceed the peak by much (1.5 leaves room for a datasheet that understates)."""
+
+
+class FitProvenance(FiniteModel):
+    """How the factors were obtained, so a user can judge and repeat the fit."""
+
+    method: str
+    data: str
+    rows: int = Field(ge=0)
+    command: str
+    fitted_on: str
+
+
+class Calibration(FiniteModel):
+    """The efficiency factors the performance model reads (see module docstring)."""
+
+    compute_efficiency: dict[str, float]
+    bandwidth_efficiency: dict[str, float]
+    low_precision_compute_scale: float = Field(gt=0, le=1.5)
+    engine_efficiency: dict[str, float]
+    step_overhead_s: dict[str, float]
+    link_efficiency: float = Field(gt=0, le=1)
+    hop_latency_s: dict[str, float]
+    layer_overhead_s: float = Field(ge=0, le=0.01)
+    overlap_loss: float = Field(default=0.0, ge=0, le=1)
+    """Weight-streaming / GEMM-math overlap loss κ (module docstring); 0 for files that predate it."""
+    expert_efficiency: float = Field(default=1.0, gt=0, le=1)
+    """Routed-expert work relative to dense GEMMs (module docstring); 1 for files that predate it."""
+    power_limit_exponent: float = Field(default=0.0, ge=0, le=1)
+    """How much of a power-capped board's power bound reaches its GEMM rate (module docstring); 0 for
+    files that predate it."""
+    provenance: FitProvenance
+
+    @model_validator(mode="after")
+    def _positive_factors(self) -> Calibration:
+        for name in (
+            "compute_efficiency",
+            "bandwidth_efficiency",
+            "engine_efficiency",
+            "step_overhead_s",
+            "hop_latency_s",
+        ):
+            for key, value in getattr(self, name).items():
+                if not 0 < value <= MAX_FACTOR:
+                    raise ValueError(f"{name}.{key} = {value} is outside (0, {MAX_FACTOR}]")
+        return self
+
+    def compute(self, family: str) -> float:
+        return self.compute_efficiency.get(family, self.compute_efficiency[DEFAULT_FAMILY])
+
+    def bandwidth(self, family: str) -> float:
+        return self.bandwidth_efficiency.get(family, self.bandwidth_efficiency[DEFAULT_FAMILY])
+
+    def engine(self, name: str) -> float:
+        return self.engine_efficiency.get(name, self.engine_efficiency[DEFAULT_FAMILY])
+
+    def overhead(self, name: str) -> float:
+        return self.step_overhead_s.get(name, self.step_overhead_s[DEFAULT_FAMILY])
+
+    def is_fitted(self, family: str) -> bool:
+        """Whether a family's factors come from measurements rather than the default prior."""
+        return family in self.compute_efficiency and family in self.bandwidth_efficiency
+
+    def hop_latency(self, link: str) -> float:
+        return self.hop_latency_s.get(link, self.hop_latency_s[DEFAULT_FAMILY])
+
+
+def parse_calibration(data: object, *, origin: str) -> Calibration:
+    """Validate a calibration mapping; DataError names the file and the field."""
+    try:
+        cal = Calibration.model_validate(data)
+    except ValidationError as exc:
+        where, msg = first_problem(exc)
+        raise DataError(f"{origin}: {where}: {msg}") from None
+    for name in (
+        "compute_efficiency",
+        "bandwidth_efficiency",
+        "engine_efficiency",
+        "step_overhead_s",
+        "hop_latency_s",
+    ):
+        if DEFAULT_FAMILY not in getattr(cal, name):
+            raise DataError(f"{origin}: {name} needs a '{DEFAULT_FAMILY}' entry")
+    return cal

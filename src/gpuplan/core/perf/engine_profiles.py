@@ -1,0 +1,216 @@
+"""Serving-engine defaults that change memory accounting and batching, with where each comes from.
+
+The same model on the same GPU gets a different KV pool and batch size on vLLM, TensorRT-LLM or
+SGLang because each engine reserves memory and admits requests differently. Only the knobs the
+performance and memory models read are kept here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from gpuplan.core.errors import UnknownNameError
+from gpuplan.core.frozen import FrozenModel
+
+EngineName = Literal["vllm", "trtllm", "sglang", "lmdeploy", "tgi", "llamacpp", "mlc", "other"]
+KvReservation = Literal["full", "current"]
+
+
+class EngineProfile(FrozenModel):
+    """What one engine family does by default."""
+
+    name: EngineName
+    max_num_seqs: int = Field(ge=1, description="largest decode batch")
+    max_num_seqs_large_gpu: int = Field(ge=1, description="vLLM raises it on >= 70 GiB GPUs")
+    max_batched_tokens: int = Field(ge=1, description="tokens per forward step (prefill chunk)")
+    max_batched_tokens_large_gpu: int = Field(ge=1)
+    kv_reservation: KvReservation = Field(
+        description="'full': a request reserves KV for prompt + all output up front; 'current': pages on demand"
+    )
+    default_memory_utilization: float = Field(gt=0, le=1)
+    block_size_tokens: int = Field(ge=1)
+    source: str
+
+
+ENGINE_PROFILES: tuple[EngineProfile, ...] = (
+    # OpenAI API server defaults of vLLM V1 (usage context OPENAI_API_SERVER): 2048 tokens / 256 seqs,
+    # 8192 tokens / 1024 seqs on >= 70 GiB non-A100 GPUs (EngineArgs._set_default_args_v1).
+    EngineProfile(
+        name='vllm',
+        max_num_seqs=256,
+        max_num_seqs_large_gpu=1024,
+        max_batched_tokens=2048,
+        max_batched_tokens_large_gpu=8192,
+        kv_reservation='current',
+        default_memory_utilization=0.9,
+        block_size_tokens=16,
+        source='https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py',
+    ),
+    # trtllm-bench / trtllm-serve: max batch 2048, max_num_tokens 8192; capacity scheduler
+    # GUARANTEED_NO_EVICT reserves KV for the full output of each request.
+    EngineProfile(
+        name='trtllm',
+        max_num_seqs=2048,
+        max_num_seqs_large_gpu=2048,
+        max_batched_tokens=8192,
+        max_batched_tokens_large_gpu=8192,
+        kv_reservation='full',
+        default_memory_utilization=0.9,
+        block_size_tokens=32,
+        source='https://nvidia.github.io/TensorRT-LLM/performance/perf-benchmarking.html',
+    ),
+    # mem_fraction_static ~0.88 on 80 GB GPUs; chunked_prefill_size 8192 (16384 on large GPUs); page size 1.
+    EngineProfile(
+        name='sglang',
+        max_num_seqs=1024,
+        max_num_seqs_large_gpu=1024,
+        max_batched_tokens=8192,
+        max_batched_tokens_large_gpu=16384,
+        kv_reservation='current',
+        default_memory_utilization=0.88,
+        block_size_tokens=1,
+        source='https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py',
+    ),
+    # TurboMind: max_batch_size 256, cache_max_entry_count 0.8, block 64.
+    EngineProfile(
+        name='lmdeploy',
+        max_num_seqs=256,
+        max_num_seqs_large_gpu=256,
+        max_batched_tokens=8192,
+        max_batched_tokens_large_gpu=8192,
+        kv_reservation='current',
+        default_memory_utilization=0.8,
+        block_size_tokens=64,
+        source='https://lmdeploy.readthedocs.io/en/latest/api/pipeline.html',
+    ),
+    # max_batch_prefill_tokens 4096; max_concurrent_requests 128.
+    EngineProfile(
+        name='tgi',
+        max_num_seqs=128,
+        max_num_seqs_large_gpu=128,
+        max_batched_tokens=4096,
+        max_batched_tokens_large_gpu=4096,
+        kv_reservation='current',
+        default_memory_utilization=0.9,
+        block_size_tokens=16,
+        source='https://huggingface.co/docs/text-generation-inference/reference/launcher',
+    ),
+    # llama-server: one slot by default (--parallel 1), batch 2048.
+    EngineProfile(
+        name='llamacpp',
+        max_num_seqs=1,
+        max_num_seqs_large_gpu=1,
+        max_batched_tokens=2048,
+        max_batched_tokens_large_gpu=2048,
+        kv_reservation='full',
+        default_memory_utilization=0.95,
+        block_size_tokens=1,
+        source='https://github.com/ggml-org/llama.cpp/tree/master/tools/server',
+    ),
+    # mlc_llm chat/bench: single-stream decode.
+    EngineProfile(
+        name='mlc',
+        max_num_seqs=1,
+        max_num_seqs_large_gpu=1,
+        max_batched_tokens=2048,
+        max_batched_tokens_large_gpu=2048,
+        kv_reservation='full',
+        default_memory_utilization=0.9,
+        block_size_tokens=16,
+        source='https://llm.mlc.ai/docs/deploy/cli.html',
+    ),
+    # Unknown engine: vLLM-like continuous batching.
+    EngineProfile(
+        name='other',
+        max_num_seqs=256,
+        max_num_seqs_large_gpu=256,
+        max_batched_tokens=8192,
+        max_batched_tokens_large_gpu=8192,
+        kv_reservation='current',
+        default_memory_utilization=0.9,
+        block_size_tokens=16,
+        source='https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py',
+    ),
+)
+"""Serving-engine defaults the memory and performance models read. max_num_seqs / max_batched_tokens:
+decode batch limit and tokens per forward step, on ordinary GPUs and on "large" ones (vLLM: >= 70 GiB
+and not an A100). kv_reservation: 'full' = a request reserves KV for prompt + all output when admitted;
+'current' = pages on demand. Each entry names its source."""
+
+_BY_NAME: dict[str, EngineProfile] = {profile.name: profile for profile in ENGINE_PROFILES}
+
+
+def engines() -> dict[str, EngineProfile]:
+    """Every engine profile by name."""
+    return dict(_BY_NAME)
+
+
+LARGE_GPU_GIB = 70.0
+"""vLLM's threshold for its larger batching defaults (see the vllm entry of ENGINE_PROFILES)."""
+
+
+def get_engine(name: str) -> EngineProfile:
+    """Engine profile by name (``vllm``, ``trtllm`` …), with did-you-mean on a miss."""
+    key = name.strip().lower().replace("-", "").replace("_", "")
+    key = {"tensorrtllm": "trtllm", "tensorrt": "trtllm", "llama.cpp": "llamacpp"}.get(key, key)
+    profiles = engines()
+    if key not in profiles:
+        raise UnknownNameError("engine", name, profiles)
+    return profiles[key]
+
+
+def batching_limits(engine: EngineProfile, *, usable_gib: float, gpu_id: str) -> tuple[int, int]:
+    """(max_num_seqs, max_batched_tokens) the engine uses by default on this GPU."""
+    large = usable_gib >= LARGE_GPU_GIB and "A100" not in gpu_id.upper()
+    if large:
+        return engine.max_num_seqs_large_gpu, engine.max_batched_tokens_large_gpu
+    return engine.max_num_seqs, engine.max_batched_tokens
+
+
+VLLM_V1_DEFAULT = (0, 8)
+"""vLLM made the V1 engine the default in 0.8.0 (chunked prefill always on)."""
+VLLM_HYBRID_KV = (0, 10)
+"""vLLM 0.10 added the hybrid KV-cache manager: sliding-window layers stop holding the full context."""
+VLLM_V0_MIN_BATCHED_TOKENS = 2048
+"""V0 without chunked prefill profiles max(max_model_len, 2048) tokens in one step."""
+VLLM_V0_CHUNKED_ABOVE_TOKENS = 32768
+"""V0 turns chunked prefill on by itself for max_model_len > 32K, with 2048-token chunks
+(vLLM 0.6-0.7 EngineArgs.create_engine_config)."""
+
+
+def vllm_v0_batched_tokens(max_model_len: int) -> int:
+    """Tokens vLLM V0 profiles in one step for a given context length."""
+    if max_model_len > VLLM_V0_CHUNKED_ABOVE_TOKENS:
+        return VLLM_V0_MIN_BATCHED_TOKENS
+    return max(max_model_len, VLLM_V0_MIN_BATCHED_TOKENS)
+
+
+def parse_version(raw: str | None) -> tuple[int, int] | None:
+    """'0.10.1.1' → (0, 10); 'v0' → (0, 0); unknown → None (treated as a recent release)."""
+    if not raw:
+        return None
+    text = raw.strip().lower()
+    if text.startswith("v") and text[1:2].isdigit() and "." in text:
+        text = text[1:]
+    if text in ("v0", "0"):
+        return (0, 0)
+    if text == "v1":
+        return VLLM_V1_DEFAULT
+    parts = text.split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return None
+
+
+def is_vllm_v0(engine: EngineProfile, version: str | None) -> bool:
+    parsed = parse_version(version)
+    return engine.name == "vllm" and parsed is not None and parsed < VLLM_V1_DEFAULT
+
+
+def window_aware(engine: EngineProfile, version: str | None) -> bool:
+    """Whether sliding-window layers keep only their window (+ one prefill chunk) of KV."""
+    parsed = parse_version(version)
+    return not (engine.name == "vllm" and parsed is not None and parsed < VLLM_HYBRID_KV)

@@ -1,0 +1,295 @@
+"""Per-step time of one model replica: GEMMs, attention and TP communication, each a roofline.
+
+A forward step is a sequence of kernels; each is bound by either math or memory, so the step time
+is the sum over kernel classes of max(bytes / achieved bandwidth, FLOPs / achieved peak) (Williams
+et al. 2009, "Roofline"), plus collectives and a fixed host overhead:
+
+    t_step = max(t_W, t_F) + κ·min(t_W, t_F)                weights stream once per step
+           + max(KV / (BW·η_bw), F_attn / (P16·η_c))        attention reads each sequence's KV
+           + n_allreduce · (α + 2(tp−1)/tp · msg / (link·η_link))   ring all-reduce (Patarasuk 2009)
+           + overhead (+ per-layer kernel launches in prefill: decode steps replay CUDA graphs)
+
+    with t_W = W / (BW·η_bw) and t_F = F_gemm / (P·η_c).
+
+κ (``overlap_loss``) is the part of the shorter of weight streaming and GEMM math that the longer
+does not hide. A pure roofline has κ = 0; a step is many kernels of different shapes (QKV, out,
+gate/up, down, per layer, with a tail at each wave boundary), so near the ridge point the two add
+up rather than overlap. κ is fitted with the other factors (``perf/data/calibration.yaml``).
+
+A step of continuous batching may carry decode tokens and prefill chunks together (chunked
+prefill): the weights stream once for all of them (``step_s``).
+
+Pipeline parallelism splits the layers over ``pp`` stages; a token crosses all stages, so the
+latency of one step is ``pp`` stage times while ``pp`` micro-batches keep every stage busy.
+MoE layers read only the experts that the batch routes to: E·(1 − (1 − k/E)^B) of E experts for
+B tokens with uniform top-k routing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from gpuplan.core.model import arith
+from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.dtypes import get_dtype
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, get_engine
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.perf.memory import (
+    kv_bytes_for_sequence_per_gpu,
+    recurrent_state_bytes_per_gpu,
+    usable_memory_bytes,
+    weight_bytes_per_gpu,
+)
+from gpuplan.core.units import GIB, TFLOPS
+
+LOW_PRECISION_KEYS = frozenset({"fp8", "int8", "fp4"})
+ALLREDUCES_PER_LAYER = 2
+"""Megatron TP: one all-reduce after attention, one after the MLP (Shoeybi et al. 2019, §3)."""
+
+
+def compute_peak_flops(gpu: GpuSpec, weight_dtype: str) -> tuple[float, bool]:
+    """Dense peak (FLOP/s) of the GEMM path for ``weight_dtype`` and whether it is a low-precision path."""
+    dtype = get_dtype(weight_dtype)
+    for key in (dtype.compute_key, dtype.fallback_compute_key, "fp16"):
+        value = gpu.tflops(key)
+        if value is not None:
+            return value * TFLOPS, key in LOW_PRECISION_KEYS
+    return gpu.dense_tflops.fp32 * TFLOPS, False
+
+
+def sixteen_bit_peak_flops(gpu: GpuSpec) -> float:
+    """Dense 16-bit tensor peak: attention (softmax(QK^T)V) runs in 16 bits in every engine here."""
+    return gpu.sixteen_bit_tflops * TFLOPS
+
+
+def power_limited_fraction(gpu: GpuSpec) -> float:
+    """Share of the spec tensor peak a power-capped board could hold in long GEMMs, before the fitted
+    exponent (``Calibration.power_limit_exponent``) softens it.
+
+    At the GEMM-saturating regime board power ~ FLOP rate x energy per FLOP, and energy per FLOP is a
+    property of the die, so the same-die sibling that runs its spec peak within its TDP
+    (``GpuSpec.power_reference``, the SXM board) fixes it. A board with TDP ``P`` and spec peak ``F``
+    then sustains at most ``(P / P_ref) / (F / F_ref)`` of ``F`` (H100-NVL: (400/700) / (835.5/989.5)
+    = 0.68; A100-80GB-PCIe: 300/400 = 0.75). Lower clocks also lower the voltage, so the real loss is
+    smaller than this linear bound: the exponent, fitted on the PCIe/NVL rows, says how much.
+    """
+    ref = gpu.power_reference
+    if ref is None or gpu.tdp_watts is None:
+        return 1.0
+    return min(1.0, (gpu.tdp_watts / ref.tdp_watts) / (gpu.sixteen_bit_tflops / ref.bf16_tflops))
+
+
+def power_cap(gpu: GpuSpec, exponent: float) -> float:
+    """The fitted share of the spec tensor peak a board holds: ``power_limited_fraction ** exponent``
+    (``Calibration.power_limit_exponent``); 1 for boards that are not power-capped."""
+    return float(power_limited_fraction(gpu) ** exponent)
+
+
+PCIE_GEN3_BYTES_PER_S = 32e9
+"""Fallback host link (PCIe 3.0 x16, bidirectional) when the catalog gives none."""
+
+
+def tp_link(gpu: GpuSpec, tp: int) -> tuple[str, float]:
+    """(link kind, one-direction bytes/s) carrying TP traffic: the scale-up fabric when the TP group
+    fits in its domain (NVLink bridges join only 2-4 GPUs), else PCIe."""
+    ic = gpu.interconnect
+    if tp <= ic.scale_up_domain_gpus and ic.scale_up_bytes_per_s > 0 and ic.scale_up != "pcie":
+        return (
+            "nvlink" if ic.scale_up.startswith("nvlink") or ic.scale_up == "c2c" else ic.scale_up,
+            ic.scale_up_bytes_per_s / 2,
+        )
+    return "pcie", (ic.pcie_bytes_per_s or PCIE_GEN3_BYTES_PER_S) / 2
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Precomputed per-replica quantities; ``decode_s`` and ``prefill_s`` are cheap to call."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    layout: Layout
+    gemm_flops_per_s: float
+    attn_flops_per_s: float
+    bytes_per_s: float
+    dense_weight_bytes: float
+    routed_weight_bytes: float
+    kv_dtype: str
+    allreduce_s_per_byte: float
+    allreduce_latency_s: float
+    overhead_s: float
+    prefill_launch_s: float
+    matmul_flops_per_token: float
+    lm_head_flops_per_token: float
+    engine: EngineProfile
+    max_seqs: int
+    chunk_tokens: int
+    overlap_loss: float
+    expert_efficiency: float
+    routed_flops_per_token: float
+    _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, cal: Calibration) -> StepModel:
+        engine = get_engine(layout.engine)
+        max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
+        peak, low = compute_peak_flops(gpu, layout.weight_dtype)
+        eng = cal.engine(layout.engine)
+        power = power_cap(gpu, cal.power_limit_exponent)
+        eta_c = cal.compute(gpu.family) * eng * power * (cal.low_precision_compute_scale if low else 1.0)
+        weights = weight_bytes_per_gpu(
+            model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
+        )
+        tp = layout.tp
+        ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
+        link_kind, link_bw = tp_link(gpu, tp)
+        link = link_bw * cal.link_efficiency
+        return cls(
+            model=model,
+            gpu=gpu,
+            layout=layout,
+            gemm_flops_per_s=peak * eta_c,
+            attn_flops_per_s=sixteen_bit_peak_flops(gpu) * cal.compute(gpu.family) * eng * power,
+            bytes_per_s=gpu.memory_bandwidth_bytes_per_s * cal.bandwidth(gpu.family) * eng,
+            dense_weight_bytes=weights.dense_linear + weights.embeddings,
+            routed_weight_bytes=weights.routed_experts,
+            kv_dtype=layout.resolved_kv_dtype,
+            allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
+            allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
+            overhead_s=cal.overhead(layout.engine),
+            prefill_launch_s=cal.layer_overhead_s * model.num_layers,
+            matmul_flops_per_token=arith.matmul_flops_per_token(model),
+            lm_head_flops_per_token=arith.lm_head_flops_per_token(model),
+            engine=engine,
+            max_seqs=max_seqs,
+            chunk_tokens=chunk,
+            overlap_loss=cal.overlap_loss,
+            expert_efficiency=cal.expert_efficiency,
+            routed_flops_per_token=arith.routed_flops_per_token(model),
+        )
+
+    def _cached(self, kind: str, tokens: int) -> float:
+        """Per-context model arithmetic, memoised: searches call the same contexts thousands of times."""
+        key = (kind, tokens)
+        if key not in self._memo:
+            if kind == "attn":
+                value = arith.attention_flops_per_token(self.model, context_tokens=tokens)
+            elif kind == "kv":  # a decode step reads the KV and reads + writes any recurrent state
+                tp, pp = self.layout.tp, self.layout.pp
+                value = kv_bytes_for_sequence_per_gpu(
+                    self.model, tokens=tokens, kv_dtype=self.kv_dtype, tp=tp, pp=pp
+                ) + 2.0 * recurrent_state_bytes_per_gpu(self.model, tp=tp, pp=pp)
+            else:
+                value = arith.prefill_flops(self.model, prompt_tokens=tokens)
+            self._memo[key] = value
+        return self._memo[key]
+
+    @cached_property
+    def _shards(self) -> int:
+        return self.layout.tp * self.layout.pp
+
+    @cached_property
+    def _comm_terms_s(self) -> tuple[float, float]:
+        """(fixed, per token) seconds of a stage's all-reduces: latency, and bytes over the link."""
+        allreduces = ALLREDUCES_PER_LAYER * self.model.num_layers / self.layout.pp
+        per_token = self.model.hidden_size * 2.0 * self.allreduce_s_per_byte
+        return allreduces * self.allreduce_latency_s, allreduces * per_token
+
+    @cached_property
+    def _expert_penalty(self) -> float:
+        """Extra time share of routed-expert work: 1/η_expert − 1 (0 when experts run like dense GEMMs)."""
+        return 1.0 / self.expert_efficiency - 1.0
+
+    def _routed_read(self, tokens: float) -> float:
+        """Routed-expert bytes a step of ``tokens`` reads: E·(1 − (1 − k/E)^B) experts (uniform routing)."""
+        moe = self.model.moe
+        if moe is None or self.routed_weight_bytes == 0:
+            return 0.0
+        touched: float = 1.0 - (1.0 - moe.top_k / moe.num_experts) ** max(tokens, 1.0)
+        return self.routed_weight_bytes * touched
+
+    def _comm_s(self, tokens: float) -> float:
+        fixed_s, per_token_s = self._comm_terms_s
+        return fixed_s + tokens * per_token_s
+
+    def _stage_s(self, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float) -> float:
+        """One pipeline stage's time (module docstring). Hot path of every search: plain comparisons."""
+        stream_bytes, math_flops = self.dense_weight_bytes, gemm_flops
+        if self.routed_weight_bytes:  # routed experts run at expert_efficiency of the dense rate
+            stream_bytes += self._routed_read(tokens) / self.expert_efficiency
+            math_flops += tokens * self.routed_flops_per_token * self._expert_penalty
+        stream_s = stream_bytes / self.bytes_per_s
+        math_s = math_flops / self._shards / self.gemm_flops_per_s
+        longer, shorter = (stream_s, math_s) if stream_s >= math_s else (math_s, stream_s)
+        gemm_s = longer + self.overlap_loss * shorter
+        kv_s = kv_bytes / self.bytes_per_s
+        attn_s = attn_flops / self._shards / self.attn_flops_per_s
+        return gemm_s + (kv_s if kv_s >= attn_s else attn_s) + self._comm_s(tokens)
+
+    def decode_s(self, *, batch: float, context: float) -> float:
+        """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token."""
+        pp = self.layout.pp
+        micro = max(batch / pp, 1.0)
+        ctx = max(int(context), 1)
+        stage = self._stage_s(
+            micro,
+            micro * self.matmul_flops_per_token,
+            micro * self._cached("attn", ctx),
+            micro * self._cached("kv", ctx),
+        )
+        return pp * stage + self.overhead_s
+
+    def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
+        """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
+        gemm = self._prefill_gemm_flops(tokens, prompt_tokens)
+        stage = self._stage_s(tokens, gemm, self._prefill_attention_flops(tokens, prompt_tokens), 0.0)
+        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
+
+    def lone_prefill_s(self, prompt_tokens: int) -> float:
+        """One prompt alone, split into chunks of at most ``chunk_tokens`` (vLLM chunked prefill,
+        TensorRT-LLM max_num_tokens), each a pass over the weights; memoised per prompt length."""
+        if prompt_tokens <= 0:
+            return 0.0
+        key = ("lone", prompt_tokens)
+        if key not in self._memo:
+            full, rest = divmod(prompt_tokens, max(self.chunk_tokens, 1))
+            time_s = full * self.prefill_s(tokens=self.chunk_tokens, prompt_tokens=prompt_tokens) if full else 0.0
+            rest_s = self.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0
+            self._memo[key] = time_s + rest_s
+        return self._memo[key]
+
+    def _prefill_gemm_flops(self, tokens: float, prompt_tokens: float) -> float:
+        """Weight-matmul FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens``: every
+        token but the LM head, which runs once per prompt (its last token, the one sampled)."""
+        head = self.lm_head_flops_per_token
+        return tokens * (self.matmul_flops_per_token - head) + tokens / max(prompt_tokens, 1.0) * head
+
+    def _prefill_attention_flops(self, tokens: float, prompt_tokens: float) -> float:
+        """Attention FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens`` (causal)."""
+        prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
+        total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
+        return max(total - tokens * self.matmul_flops_per_token, 0.0)
+
+    def step_s(self, *, batch: float, context: float, prefill_tokens: float, prompt_tokens: float) -> float:
+        """One engine step: ``batch`` decode tokens (mean context ``context``) plus a prefill chunk of
+        ``prefill_tokens`` from prompts of ``prompt_tokens`` each, sharing one pass over the weights.
+
+        Decode sequences are split into ``pp`` micro-batches; a prefill chunk crosses the stages whole.
+        With no prefill it is ``decode_s``, with no decodes ``prefill_s``.
+        """
+        if prefill_tokens <= 0:
+            return self.decode_s(batch=batch, context=context)
+        if batch <= 0:
+            return self.prefill_s(tokens=prefill_tokens, prompt_tokens=prompt_tokens)
+        pp = self.layout.pp
+        micro = max(batch / pp, 1.0)
+        ctx = max(int(context), 1)
+        stage = self._stage_s(
+            micro + prefill_tokens,
+            micro * self.matmul_flops_per_token + self._prefill_gemm_flops(prefill_tokens, prompt_tokens),
+            micro * self._cached("attn", ctx) + self._prefill_attention_flops(prefill_tokens, prompt_tokens),
+            micro * self._cached("kv", ctx),
+        )
+        return pp * stage + self.overhead_s + self.prefill_launch_s

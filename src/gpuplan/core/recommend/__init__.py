@@ -1,0 +1,155 @@
+"""``recommend``: the cheapest plan that meets the SLA, the runner-ups, and why not the others."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.cost import OwnershipAssumptions
+from gpuplan.core.errors import InfeasibleError
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.recommend.explain import assumptions, explain
+from gpuplan.core.recommend.request import (
+    GpuOffer,
+    Objective,
+    Plan,
+    Recommendation,
+    Rejection,
+    SearchSpace,
+    ServingTarget,
+    Sla,
+)
+from gpuplan.core.recommend.search import Miss, rank, search
+from gpuplan.core.recommend.tail import size_on_p99
+from gpuplan.core.sim.simulator import Progress
+from gpuplan.data.calibration import default_calibration
+
+__all__ = ["GpuOffer", "Plan", "Recommendation", "SearchSpace", "ServingTarget", "Sla", "recommend"]
+
+MAX_PLANS = 10
+
+
+def recommend(
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: ServingTarget,
+    *,
+    sla: Sla | None = None,
+    space: SearchSpace | None = None,
+    objective: Objective = "cost",
+    cal: Calibration | None = None,
+    ownership: OwnershipAssumptions | None = None,
+    progress: Progress | None = None,
+) -> Recommendation:
+    """Search, rank and explain; InfeasibleError (exit 2) with the nearest misses when nothing works.
+    ``progress`` receives the share done of the P99 sizing (only called when the SLA names P99s)."""
+    sla = sla or Sla()
+    space = space or SearchSpace()
+    cal = cal or default_calibration()
+    plans, misses = search(model, offers, target, sla, space, cal=cal)
+    if sla.has_percentiles:
+        plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal, progress)
+        for gpu, items in tail_misses.items():
+            misses.setdefault(gpu, []).extend(items)
+    budget = space.max_usd_per_hour
+    over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
+    unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
+    plans = [p for p in plans if p not in over and p not in unpriced]
+    ranked = rank(plans, objective)
+    best_per_gpu = _best_per_gpu(ranked)
+    shown = _shown(ranked, best_per_gpu)
+    winners = {p.gpu for p in ranked}
+    rejected = _rejections(misses, over, winners, budget)
+    rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown)
+    if not ranked:
+        nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
+        reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]
+        raise InfeasibleError(
+            f"no plan for {model.id} meets the request on {len(offers)} GPU types",
+            nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
+            hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
+        )
+    return Recommendation(
+        model=model.id,
+        objective=objective,
+        plans=shown,
+        rejected=rejected,
+        explanation=explain(
+            model, best_per_gpu, rejected, offers, target, sla, ownership or OwnershipAssumptions()
+        ),
+        assumptions=assumptions(space, sla, offers),
+    )
+
+
+def _best_per_gpu(ranked: Sequence[Plan]) -> list[Plan]:
+    """The best plan of each GPU type, in rank order, then further layouts of the leaders."""
+    seen: set[str] = set()
+    first: list[Plan] = []
+    rest: list[Plan] = []
+    for p in ranked:
+        (rest if p.gpu in seen else first).append(p)
+        seen.add(p.gpu)
+    return first + rest
+
+
+def _shown(ranked: Sequence[Plan], best_per_gpu: Sequence[Plan]) -> list[Plan]:
+    """The ``MAX_PLANS`` listed: the best of each GPU type first (so the list spans the GPU types),
+    then further layouts of the leaders; reported in rank order, best first."""
+    chosen = {id(p) for p in best_per_gpu[:MAX_PLANS]}
+    return [p for p in ranked if id(p) in chosen]
+
+
+def _ranked_out(best_per_gpu: Sequence[Plan], shown: Sequence[Plan]) -> list[Rejection]:
+    """GPU types with a feasible plan that ranked below the ``MAX_PLANS`` shown: one line each, its best plan."""
+    listed = {p.gpu for p in shown}
+    out: list[Rejection] = []
+    for p in best_per_gpu:  # each type's best plan comes first in this list
+        if p.gpu in listed:
+            continue
+        listed.add(p.gpu)
+        price = f", ${p.usd_per_hour:,.2f}/h" if p.usd_per_hour is not None else ""
+        reason = f"feasible, but its best plan ({p.count}x{p.gpu}{price}) ranks below the {MAX_PLANS} shown"
+        out.append(Rejection(gpu=p.gpu, kind="cost", reason=reason))
+    return out
+
+
+def _unpriced(plans: Sequence[Plan], winners: set[str]) -> list[Rejection]:
+    """Under a budget a plan without a price cannot be checked against it."""
+    gpus = sorted({p.gpu for p in plans} - winners)
+    return [
+        Rejection(
+            gpu=gpu,
+            kind="price",
+            reason=f"no {gpu} price in the catalog to check against the budget "
+            "(add one with --catalog prices.yaml)",
+        )
+        for gpu in gpus
+    ]
+
+
+def _rejections(
+    misses: dict[str, list[Miss]], over: Sequence[Plan], winners: set[str], budget: float | None
+) -> list[Rejection]:
+    """One reason per GPU type with no plan: its nearest miss."""
+    out: list[Rejection] = []
+    for gpu in sorted(set(misses) | {p.gpu for p in over}):
+        if gpu in winners:
+            continue
+        items = misses.get(gpu, [])
+        cheapest_over = min(
+            (p for p in over if p.gpu == gpu), key=lambda p: p.usd_per_hour or 0, default=None
+        )
+        if cheapest_over is not None and budget is not None:
+            out.append(
+                Rejection(
+                    gpu=gpu,
+                    kind="budget",
+                    reason=(
+                        f"cheapest plan {cheapest_over.count}x{gpu} costs ${cheapest_over.usd_per_hour:,.2f}/h "
+                        f"> budget ${budget:,.2f}/h"
+                    ),
+                )
+            )
+            continue
+        out.append(min(items, key=lambda m: m.distance).rejection)
+    return out

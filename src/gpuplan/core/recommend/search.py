@@ -1,0 +1,331 @@
+"""Enumerate GPU × dtype × TP × PP layouts, size the replicas for the load under the SLA, rank.
+
+Stages (SkyPilot-style candidate → evaluate → select):
+
+1. candidates: every allowed dtype, TP that divides the heads and stays inside the scale-up domain,
+   PP, with tp·pp ≤ max_gpus;
+2. evaluate: fit in memory → unloaded latency meets the SLA → the largest per-replica concurrency
+   that still meets it (bisection; latency grows with load) → replicas for the target load, with a
+   headroom so replicas do not run at the edge where tail latency explodes → cost;
+3. select: rank by the objective; keep, per GPU type, the reason its best attempt failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.cost import monthly_usd, usd_per_million_tokens
+from gpuplan.core.errors import GpuplanError, InfeasibleError
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel, decode_bound
+from gpuplan.core.perf.layout import Layout, check_layout
+from gpuplan.core.perf.memory import usable_memory_bytes, weight_bytes_per_gpu
+from gpuplan.core.recommend.request import (
+    GpuOffer,
+    MemoryBreakdownGib,
+    Objective,
+    Plan,
+    Rejection,
+    SearchSpace,
+    ServingTarget,
+    Sla,
+)
+from gpuplan.core.units import GIB, MS_PER_S
+from gpuplan.data.calibration import default_calibration
+
+BISECTION_STEPS = 12
+"""Bisection steps: 2^12 resolves the load to 0.025 % of its ceiling."""
+MIN_RATE_RPS = 1e-3
+"""An almost idle replica: the unloaded-latency check."""
+WEIGHT_SHARE_LIMIT = 0.8
+"""A layout whose weights take under 80 % of a GPU leaves room for KV; deeper PP is not tried."""
+COUNT_MISS, LATENCY_MISS, MEMORY_MISS, LAYOUT_MISS = 1.0, 2.0, 3.0, 4.0
+"""Miss distances by kind: a plan that only needs more GPUs is nearer than one too slow even when
+idle, which is nearer than one that does not fit at all."""
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A candidate that failed, with how far off it was (for ranking the 'nearest misses')."""
+
+    rejection: Rejection
+    distance: float
+
+
+def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Iterator[Layout]:
+    """Valid layouts for one GPU type, smallest first. Pipeline stages are added only until the
+    weights fit (PP serves capacity, not speed: each stage adds a hop to every token)."""
+    for dtype in space.weight_dtypes:
+        for tp in space.tp_options:
+            for pp in sorted(space.pp_options):
+                if tp * pp > space.max_gpus:
+                    continue
+                layout = Layout(tp=tp, pp=pp, weight_dtype=dtype, engine=space.engine)
+                try:
+                    check_layout(model, gpu, layout)
+                except GpuplanError:
+                    continue
+                yield layout
+                if _weights_fit(model, gpu, layout):
+                    break
+
+
+def _weights_fit(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> bool:
+    weights = weight_bytes_per_gpu(
+        model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
+    ).total
+    return weights < usable_memory_bytes(gpu) * WEIGHT_SHARE_LIMIT
+
+
+def _meets(sla: Sla, ttft_s: float, tpot_s: float) -> bool:
+    return (sla.ttft_ms is None or ttft_s * MS_PER_S <= sla.ttft_ms) and (
+        sla.tpot_ms is None or tpot_s * MS_PER_S <= sla.tpot_ms
+    )
+
+
+def _workload(target: ServingTarget, load: float) -> InferenceWorkload:
+    """Per-replica workload at ``load``: requests/s for a rate target, requests in flight otherwise."""
+    if target.rate_rps is not None:
+        return InferenceWorkload(
+            scenario="rate",
+            input_tokens=target.input_tokens,
+            output_tokens=target.output_tokens,
+            rate_rps=max(load, MIN_RATE_RPS),
+        )
+    return InferenceWorkload(
+        scenario="concurrency",
+        input_tokens=target.input_tokens,
+        output_tokens=target.output_tokens,
+        concurrency=max(load, 1.0),
+    )
+
+
+def max_load_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -> float:
+    """Largest per-replica load (req/s or concurrency) whose TTFT/TPOT meet the SLA; 0 if none does.
+
+    Latency rises with load, so bisection applies. The rate ceiling is the replica's offline
+    throughput (beyond it the queue grows without bound).
+    """
+    lowest = _lowest_load(target)
+    ttft, tpot, _, _ = replica.run(_workload(target, lowest))
+    if not _meets(sla, ttft, tpot):
+        return 0.0
+    if target.rate_rps is not None:
+        offline = InferenceWorkload(
+            scenario="offline", input_tokens=target.input_tokens, output_tokens=target.output_tokens
+        )
+        ceiling = replica.run(offline)[2] / target.output_tokens
+    else:
+        ceiling = replica.capacity(_workload(target, 1.0))
+    ttft, tpot, _, _ = replica.run(_workload(target, ceiling))
+    if _meets(sla, ttft, tpot):
+        return ceiling
+    lo, hi = lowest, ceiling
+    for _ in range(BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        ttft, tpot, _, _ = replica.run(_workload(target, mid))
+        lo, hi = (mid, hi) if _meets(sla, ttft, tpot) else (lo, mid)
+    return lo if target.rate_rps is not None else math.floor(lo)
+
+
+def _lowest_load(target: ServingTarget) -> float:
+    return MIN_RATE_RPS if target.rate_rps is not None else 1.0
+
+
+def _replicas_needed(target: ServingTarget, load_max: float, headroom: float) -> int:
+    if target.concurrency is not None:
+        return math.ceil(target.concurrency / max(math.floor(load_max * headroom), 1))
+    return math.ceil((target.rate_rps or 0.0) / (load_max * headroom))
+
+
+def _load_per_replica(target: ServingTarget, replicas: int) -> float:
+    """The load each replica carries when the target is spread evenly."""
+    if target.concurrency is not None:
+        return target.concurrency / replicas
+    return (target.rate_rps or 0.0) / replicas
+
+
+def evaluate(
+    model: ModelSpec,
+    offer: GpuOffer,
+    layout: Layout,
+    target: ServingTarget,
+    sla: Sla,
+    space: SearchSpace,
+    cal: Calibration,
+) -> Plan | Miss:
+    """Size and price one layout, or say why it cannot serve the target."""
+    gpu = offer.gpu
+    try:
+        replica = ReplicaModel.build(
+            model, gpu, layout, context_tokens=target.input_tokens + target.output_tokens, cal=cal
+        )
+    except InfeasibleError as exc:
+        weights = weight_bytes_per_gpu(
+            model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
+        ).total
+        over = weights / usable_memory_bytes(gpu)  # how many times the weights alone fill a GPU
+        return Miss(Rejection(gpu=gpu.id, kind="memory", reason=exc.message), MEMORY_MISS + _squash(over))
+    load_max = max_load_under_sla(replica, target, sla)
+    if load_max <= 0:
+        ttft, tpot, _, _ = replica.run(_workload(target, _lowest_load(target)))
+        return Miss(
+            Rejection(gpu=gpu.id, kind="latency", reason=_latency_reason(sla, ttft, tpot, layout)),
+            LATENCY_MISS + _squash(_sla_excess(sla, ttft, tpot)),
+        )
+    replicas = _replicas_needed(target, load_max, space.headroom)
+    count = replicas * layout.gpus_per_replica
+    if count > space.max_gpus:
+        layout_label = f"tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}"
+        return count_miss(gpu.id, f"{replicas} replicas of {layout_label}", count, space.max_gpus)
+    return _plan(
+        replica,
+        offer,
+        layout.model_copy(update={"replicas": replicas}),
+        target,
+        _load_per_replica(target, replicas),
+        cal.is_fitted(gpu.family),
+    )
+
+
+def count_miss(gpu: str, what: str, count: int, max_gpus: int) -> Miss:
+    """A plan that needs more than ``max_gpus``: 'needs N GPUs (what) > max K', nearer the fewer it needs."""
+    return Miss(
+        Rejection(gpu=gpu, kind="count", reason=f"needs {count} GPUs ({what}) > max {max_gpus}"),
+        COUNT_MISS + min(count / max_gpus / 100, 0.99),
+    )
+
+
+def plan_for(
+    replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: ServingTarget, cal: Calibration
+) -> Plan:
+    """Price and describe ``layout`` (its replicas set) carrying the target spread evenly."""
+    load = _load_per_replica(target, layout.replicas)
+    return _plan(replica, offer, layout, target, load, cal.is_fitted(offer.gpu.family))
+
+
+def _plan(
+    replica: ReplicaModel,
+    offer: GpuOffer,
+    layout: Layout,
+    target: ServingTarget,
+    load: float,
+    calibrated: bool,
+) -> Plan:
+    ttft, tpot, tok_s, running = replica.run(_workload(target, load))
+    if target.rate_rps is not None:  # served = offered below capacity (the model may have floored the rate)
+        tok_s = load * target.output_tokens
+    total_tok_s = tok_s * layout.replicas
+    mem = replica.memory
+    used_kv = min(
+        running * (target.input_tokens + target.output_tokens) * mem.kv_bytes_per_token, mem.kv_pool_bytes
+    )
+    per_hour = offer.usd_per_gpu_hour * layout.num_gpus if offer.usd_per_gpu_hour else None
+    breakdown = MemoryBreakdownGib(
+        weights=mem.weights_bytes / GIB,
+        kv_cache=mem.kv_pool_bytes / GIB,
+        activation=mem.activation_bytes / GIB,
+        overhead=mem.overhead_bytes / GIB,
+        total=(mem.weights_bytes + mem.kv_pool_bytes + mem.activation_bytes + mem.overhead_bytes) / GIB,
+        capacity=mem.usable_bytes / GIB,
+    )
+    return Plan(
+        gpu=offer.gpu.id,
+        count=layout.num_gpus,
+        tp=layout.tp,
+        pp=layout.pp,
+        replicas=layout.replicas,
+        weight_dtype=layout.weight_dtype,
+        kv_dtype=layout.resolved_kv_dtype,
+        concurrency_per_replica=running,
+        ttft_ms=ttft * MS_PER_S,
+        tpot_ms=tpot * MS_PER_S,
+        output_tokens_per_s=total_tok_s,
+        requests_per_s=total_tok_s / target.output_tokens,
+        usd_per_hour=per_hour,
+        usd_per_month=monthly_usd(usd_per_hour=per_hour) if per_hour else None,
+        usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=total_tok_s)
+        if per_hour
+        else None,
+        memory_per_gpu_gib=(mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv) / GIB,
+        memory_breakdown_gib=breakdown,
+        bound=decode_bound(replica.step, running),
+        price_source=offer.price_source,
+        calibrated=calibrated,
+    )
+
+
+def _squash(excess: float) -> float:
+    """Map an excess in [0, inf) to [0, 1), order-preserving, so misses of one kind rank by size."""
+    return excess / (1.0 + excess) if math.isfinite(excess) else 0.999999
+
+
+def _latency_reason(sla: Sla, ttft_s: float, tpot_s: float, layout: Layout) -> str:
+    parts = []
+    if sla.ttft_ms is not None and ttft_s * MS_PER_S > sla.ttft_ms:
+        parts.append(f"TTFT {ttft_s * MS_PER_S:.0f} ms > {sla.ttft_ms:g} ms")
+    if sla.tpot_ms is not None and tpot_s * MS_PER_S > sla.tpot_ms:
+        parts.append(f"TPOT {tpot_s * MS_PER_S:.1f} ms > {sla.tpot_ms:g} ms")
+    return (
+        " and ".join(parts) + f" even with one request (best layout tp={layout.tp} pp={layout.pp}, "
+        f"{layout.weight_dtype})"
+    )
+
+
+def _sla_excess(sla: Sla, ttft_s: float, tpot_s: float) -> float:
+    ratios = [0.0]
+    if sla.ttft_ms:
+        ratios.append(ttft_s * MS_PER_S / sla.ttft_ms - 1)
+    if sla.tpot_ms:
+        ratios.append(tpot_s * MS_PER_S / sla.tpot_ms - 1)
+    return max(ratios)
+
+
+def search(
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: ServingTarget,
+    sla: Sla,
+    space: SearchSpace,
+    *,
+    cal: Calibration | None = None,
+) -> tuple[list[Plan], dict[str, list[Miss]]]:
+    """All feasible plans (unranked) and, per GPU type, the misses."""
+    cal = cal or default_calibration()
+    plans: list[Plan] = []
+    misses: dict[str, list[Miss]] = {}
+    for offer in offers:
+        layouts = list(candidate_layouts(model, offer.gpu, space))
+        if not layouts:
+            misses.setdefault(offer.gpu.id, []).append(
+                Miss(
+                    Rejection(
+                        gpu=offer.gpu.id,
+                        kind="layout",
+                        reason="no TP/PP layout divides the model's heads within the limits",
+                    ),
+                    LAYOUT_MISS,
+                )
+            )
+        for layout in layouts:
+            result = evaluate(model, offer, layout, target, sla, space, cal)
+            if isinstance(result, Plan):
+                plans.append(result)
+            else:
+                misses.setdefault(offer.gpu.id, []).append(result)
+    return plans, misses
+
+
+def rank(plans: Sequence[Plan], objective: Objective) -> list[Plan]:
+    """Best first: cheapest (ties: faster), lowest TPOT, or highest throughput per dollar."""
+    if objective == "latency":
+        return sorted(plans, key=lambda p: (p.tpot_ms, p.ttft_ms, p.usd_per_hour or math.inf))
+    if objective == "throughput":
+        return sorted(plans, key=lambda p: (-(p.output_tokens_per_s / (p.usd_per_hour or math.inf)), p.count))
+    return sorted(
+        plans, key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf, p.count, p.tpot_ms)
+    )

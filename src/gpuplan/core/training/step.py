@@ -1,0 +1,212 @@
+"""Step time of one optimizer step: compute at calibrated efficiency, pipeline bubble, communication.
+
+    t_compute = F_gemm / (P_dtype · η[family:dtype] · h/(h + h½)) + F_attn / (P_bf16 · η[family:bf16] · η_attn)
+                (each GEMM pass also bounded below by streaming the weights from HBM)
+    t_pipe    = t_compute · (1 + (p − 1)/(v·m))      1F1B bubble (p−1)/(m+p−1) of the step; interleaving
+                                                    v chunks per rank divides it by v (Narayanan 2021 §2.2)
+    t_dp      = ZeRO-0/1/2: reduce-scatter + all-gather of bf16 grads/params (= one all-reduce);
+                ZeRO-3/FSDP: 2 all-gathers + 1 reduce-scatter per micro-batch; exposed beyond dp_overlap·t
+    t_mp      = TP 4 all-reduces per layer per micro-batch (6 with full recompute), CP ring KV exchange,
+                EP 4 all-to-alls per MoE layer, PP sends; (1 − tp_overlap) of it is exposed
+    t_opt     = optimizer update streaming 32 bytes per local trainable parameter from HBM
+    step      = t_pipe + exposed t_dp + exposed t_mp + t_opt (+ QLoRA dequantisation passes)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.core.calibration.training import TrainingCalibration
+from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.roofline import power_cap
+from gpuplan.core.training import comm
+from gpuplan.core.training.flops import (
+    executed_flops_per_token,
+    forward_flops_per_token,
+    model_flops_per_token,
+)
+from gpuplan.core.training.memory import NF4_DOUBLE_QUANT_BYTES, SIXTEEN_BIT_BYTES
+from gpuplan.core.training.params import lora_params, shard_params, widths
+from gpuplan.core.training.spec import TrainingJob, TrainingLayout, micro_batches_per_step
+from gpuplan.core.units import TFLOPS
+
+OPTIMIZER_UPDATE_BYTES = 32.0
+"""AdamW update reads and writes fp32 master, m, v and reads the grad: ~32 bytes per parameter."""
+TP_COLLECTIVES_PER_LAYER = 4
+"""Megatron TP: 2 all-reduces forward (attention, MLP) and 2 backward (Shoeybi et al. 2019 §3)."""
+EP_ALLTOALLS_PER_LAYER = 4
+"""Token dispatch and combine, forward and backward."""
+DEQUANT_BYTES_PER_PARAM = NF4_DOUBLE_QUANT_BYTES + 2 * SIXTEEN_BIT_BYTES
+"""bitsandbytes dequantisation reads nf4, writes bf16, and the GEMM reads the bf16 copy back."""
+WEIGHT_STREAM_EFFICIENCY = 0.8
+"""Achieved fraction of HBM bandwidth when a GEMM is bound by reading weights (small batches)."""
+
+
+class StepPrediction(FrozenModel):
+    """Predicted time of one optimizer step and the rates derived from it."""
+
+    step_time_s: float
+    compute_s: float
+    bubble_s: float
+    dp_comm_exposed_s: float
+    mp_comm_exposed_s: float
+    optimizer_s: float
+    dequant_s: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    model_tflops_per_gpu: float
+    mfu: float
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    model: ModelSpec
+    gpu: GpuSpec
+    job: TrainingJob
+    layout: TrainingLayout
+    cal: TrainingCalibration
+    micro_batches: int
+
+    @property
+    def tokens_per_micro(self) -> float:
+        """Tokens one GPU processes per micro-batch (sequence split by CP)."""
+        return self.layout.micro_batch * self.job.seq_len / self.layout.cp
+
+
+def _peak(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
+    """Dense peak FLOP/s of the GEMM path and the dtype key it falls back to."""
+    if dtype in ("fp8", "fp4") and gpu.tflops(dtype) is not None:
+        return float(gpu.tflops(dtype) or 0.0) * TFLOPS, dtype
+    if dtype == "fp4" and gpu.tflops("fp8") is not None:
+        return float(gpu.tflops("fp8") or 0.0) * TFLOPS, "fp8"
+    return gpu.sixteen_bit_tflops * TFLOPS, "bf16"
+
+
+def _mfu_key(ctx: _Ctx, path: str) -> str:
+    return "int4" if ctx.job.method == "qlora" else path
+
+
+def compute_s(ctx: _Ctx) -> float:
+    """GEMM + attention time of all micro-batches on one GPU (no bubble)."""
+    job, lay, gpu, cal = ctx.job, ctx.layout, ctx.gpu, ctx.cal
+    flops = executed_flops_per_token(ctx.model, job.seq_len, method=job.method, checkpointing=lay.checkpointing)
+    tokens = ctx.tokens_per_micro * ctx.micro_batches
+    shards = lay.tp * lay.pp
+    peak, path = _peak(gpu, job.dtype)
+    capped = power_cap(gpu, cal.power_limit_exponent)  # a PCIe/NVL board holds less than its spec peak
+    peak *= capped
+    size = ctx.model.hidden_size / (ctx.model.hidden_size + cal.gemm_half_width)
+    gemm_rate = peak * cal.mfu_for(gpu.family, _mfu_key(ctx, path)) * size
+    bf16_peak = _peak(gpu, "bf16")[0] * capped
+    attn_rate = bf16_peak * cal.mfu_for(gpu.family, _mfu_key(ctx, "bf16")) * cal.attention_efficiency
+    gemm_s = tokens * flops.gemm / shards / gemm_rate
+    passes = flops.gemm / max(forward_flops_per_token(ctx.model, job.seq_len).gemm, 1.0)
+    weights = sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep)) * SIXTEEN_BIT_BYTES
+    stream_s = ctx.micro_batches * passes * weights / (gpu.memory_bandwidth_bytes_per_s * WEIGHT_STREAM_EFFICIENCY)
+    return max(gemm_s, stream_s) + tokens * flops.attention / shards / attn_rate
+
+
+def _dp_comm_s(ctx: _Ctx) -> float:
+    lay = ctx.layout
+    n = lay.dp * lay.cp
+    if n <= 1:
+        return 0.0
+    link = comm.group_link(ctx.gpu, lay.tp * lay.cp * lay.dp, ctx.cal)
+    if ctx.job.is_adapter:
+        trainable = lora_params(ctx.model, rank=ctx.job.lora_rank, targets=ctx.job.lora_targets)
+        grads_s = comm.allreduce_s(SIXTEEN_BIT_BYTES * trainable / (lay.tp * lay.pp), n, link)
+        if lay.zero_stage < 3:
+            return grads_s
+        # ZeRO-3 gathers the sharded frozen base before forward and again before backward.
+        base = SIXTEEN_BIT_BYTES * sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
+        return grads_s + ctx.micro_batches * 2 * comm.allgather_s(base, n, link)
+    message = SIXTEEN_BIT_BYTES * sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
+    if lay.zero_stage >= 3:
+        return ctx.micro_batches * 3 * comm.allgather_s(message, n, link)
+    return comm.allreduce_s(message, n, link)
+
+
+def _mp_comm_s(ctx: _Ctx) -> float:
+    """TP + CP + EP + PP traffic of all micro-batches on one GPU."""
+    model, lay, cal = ctx.model, ctx.layout, ctx.cal
+    layers = model.num_layers / lay.pp
+    act = ctx.tokens_per_micro * model.hidden_size * SIXTEEN_BIT_BYTES
+    recompute = 1.5 if lay.checkpointing == "full" else 1.0
+    tp_s = TP_COLLECTIVES_PER_LAYER * recompute * layers * comm.allreduce_s(
+        act, lay.tp, comm.group_link(ctx.gpu, lay.tp, cal)
+    )
+    _, kv = widths(model)
+    kv_bytes = ctx.tokens_per_micro * 2 * kv * SIXTEEN_BIT_BYTES
+    cp_link = comm.group_link(ctx.gpu, lay.tp * lay.cp, cal)
+    cp_s = 3 * layers * (lay.cp - 1) * kv_bytes / cp_link.bytes_per_s if lay.cp > 1 else 0.0
+    ep_s = 0.0
+    if model.moe is not None and lay.ep > 1:
+        moe_layers = model.moe.num_moe_layers / lay.pp
+        ep_link = comm.group_link(ctx.gpu, lay.tp * lay.cp * lay.ep, cal)
+        ep_s = EP_ALLTOALLS_PER_LAYER * recompute * moe_layers * comm.alltoall_s(
+            act / lay.tp * model.moe.top_k, lay.ep, ep_link
+        )
+    pp_s = 0.0
+    if lay.pp > 1:
+        pp_link = comm.group_link(ctx.gpu, lay.num_gpus, cal)
+        pp_s = 2 * lay.virtual_stages * act / lay.tp / pp_link.bytes_per_s  # v× more boundary sends
+    return ctx.micro_batches * (tp_s + cp_s + ep_s + pp_s)
+
+
+def _optimizer_s(ctx: _Ctx) -> float:
+    lay = ctx.layout
+    if ctx.job.is_adapter:
+        local = lora_params(ctx.model, rank=ctx.job.lora_rank, targets=ctx.job.lora_targets) / (lay.tp * lay.pp)
+    else:
+        local = sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
+        local /= lay.dp * lay.cp if lay.zero_stage >= 1 else 1
+    return OPTIMIZER_UPDATE_BYTES * local / ctx.gpu.memory_bandwidth_bytes_per_s
+
+
+def _dequant_s(ctx: _Ctx) -> float:
+    if ctx.job.method != "qlora":
+        return 0.0
+    lay = ctx.layout
+    passes = 3.0 if lay.checkpointing == "full" else 2.0
+    base = sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
+    rate = ctx.gpu.memory_bandwidth_bytes_per_s * ctx.cal.dequant_bandwidth_efficiency
+    return ctx.micro_batches * passes * base * DEQUANT_BYTES_PER_PARAM / rate
+
+
+def predict_step(
+    model: ModelSpec, gpu: GpuSpec, job: TrainingJob, layout: TrainingLayout, cal: TrainingCalibration
+) -> StepPrediction:
+    """Time of one optimizer step of ``job`` on ``layout`` (module docstring gives the formula)."""
+    m = micro_batches_per_step(job, layout)
+    ctx = _Ctx(model=model, gpu=gpu, job=job, layout=layout, cal=cal, micro_batches=m)
+    t_compute = compute_s(ctx)
+    bubble = t_compute * (layout.pp - 1) / (layout.virtual_stages * m)
+    dp_exposed = max(0.0, _dp_comm_s(ctx) - cal.dp_overlap * t_compute)
+    mp_exposed = (1.0 - cal.tp_overlap) * _mp_comm_s(ctx)
+    opt, deq = _optimizer_s(ctx), _dequant_s(ctx)
+    step = t_compute + bubble + dp_exposed + mp_exposed + opt + deq
+    tokens = job.global_batch * job.seq_len
+    per_gpu = tokens / step / layout.num_gpus
+    model_tflops = per_gpu * model_flops_per_token(model, job.seq_len) / TFLOPS
+    peak, _ = _peak(gpu, job.dtype)
+    return StepPrediction(
+        step_time_s=step,
+        compute_s=t_compute,
+        bubble_s=bubble,
+        dp_comm_exposed_s=dp_exposed,
+        mp_comm_exposed_s=mp_exposed,
+        optimizer_s=opt,
+        dequant_s=deq,
+        tokens_per_s=tokens / step,
+        tokens_per_s_per_gpu=per_gpu,
+        model_tflops_per_gpu=model_tflops,
+        mfu=model_tflops * TFLOPS / peak,
+    )
+
+
+def pipeline_bubble_fraction(*, pp: int, micro_batches: int, virtual_stages: int = 1) -> float:
+    """Share of a 1F1B step the pipeline idles: (p − 1)/(v·m + p − 1), i.e. bubble time (p − 1)/(v·m) of
+    the ideal time; v = 1 is plain 1F1B (Narayanan et al. 2021 §2.2.1-2.2.2)."""
+    return (pp - 1) / (virtual_stages * micro_batches + pp - 1)

@@ -1,0 +1,1 @@
+"""Interfaces: the command line, the web app, and plots that only draw."""

@@ -1,0 +1,132 @@
+"""``gpuplan simulate SCENARIO.yaml``: the serving simulator on one deployment (docs/simulator.md).
+
+Parse the scenario (and its trace file) → one validated ``SimulateScenario`` → build the replica
+model → simulate (and optionally bisect the capacity under the SLO) → render a table or JSON, and
+optionally a plotly timeline (``--plot``) and the per-request CSV (``--trace-out``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuplan.interfaces.plots import serving as plots
+from gpuplan.adapters.scenario_files.simulate import parse_simulate_scenario
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.sim.capacity import CapacityResult
+from gpuplan.core.sim.metrics import SimSummary, per_request_s
+from gpuplan.core.sim.simulator import SimResult
+from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.interfaces.cli.render import console, emit_json, lines, progress_bar, table
+from gpuplan.usecases.calibration.profile import load_calibration
+from gpuplan.usecases.simulate import read_text, simulate_scenario
+
+__all__ = ["app"]
+
+
+@app.command("simulate")
+@guarded
+def simulate_cmd(
+    scenario: Annotated[Path, typer.Argument(help="simulate scenario YAML (docs/simulator.md)")],
+    plot: Annotated[Path | None, typer.Option(help="write the timeline chart: FILE.html or FILE.png")] = None,
+    trace_out: Annotated[Path | None, typer.Option(help="write per-request times (CSV) here")] = None,
+    calibration: CalibrationOpt = None,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Simulate continuous batching on one deployment: P50-P99 latencies, throughput, goodput, KV use."""
+    out_format = fmt(format)
+    sc = parse_simulate_scenario(read_text(scenario, "scenario"), origin=str(scenario))
+    cal = load_calibration(calibration) if calibration else None
+    with progress_bar("simulating") as progress:
+        outcome = simulate_scenario(
+            sc, catalog_from(catalog), base_dir=scenario.parent, cal=cal, progress=progress
+        )
+    if trace_out is not None:
+        _write_requests(trace_out, outcome.result)
+    if plot is not None:
+        plots.write_simulation_plot(plot, outcome.result)
+    _render(outcome.summary, outcome.capacity, out_format)
+
+
+def _render(summary: SimSummary, capacity: CapacityResult | None, f: str) -> None:
+    if f == "json":
+        emit_json(
+            {
+                "summary": summary.model_dump(mode="json"),
+                "capacity": None if capacity is None else capacity.model_dump(mode="json"),
+            }
+        )
+        return
+    rows = []
+    for name in ("ttft", "tpot", "itl", "e2e", "queueing"):
+        d = getattr(summary, name)
+        rows.append((name.upper(), d.mean_ms, d.p50_ms, d.p90_ms, d.p95_ms, d.p99_ms))
+    table("latency (ms)", ["metric", "mean", "p50", "p90", "p95", "p99"], rows)
+    notes = [
+        f"{summary.completed:,} of {summary.requests:,} requests completed ({summary.measured:,} measured), "
+        f"{summary.rejected} rejected, {summary.preemptions} preemptions",
+        f"throughput {summary.requests_per_s:.2f} req/s, {summary.output_tokens_per_s:,.0f} output tokens/s, "
+        f"{summary.total_tokens_per_s:,.0f} total tokens/s"
+        + (f"; mean batch {summary.mean_batch:.1f}" if summary.mean_batch is not None else ""),
+    ]
+    if summary.kv_utilization_mean is not None and summary.kv_utilization_max is not None:
+        notes.append(f"KV cache use mean {summary.kv_utilization_mean:.0%}, max {summary.kv_utilization_max:.0%}")
+    if summary.goodput_requests_per_s is not None:
+        notes.append(
+            f"goodput {summary.goodput_requests_per_s:.2f} req/s ({summary.slo_attainment or 0:.1%} within SLO)"
+        )
+    if summary.truncated:
+        notes.append(f"TRUNCATED: {summary.truncated}")
+    if capacity is not None:
+        notes.append(
+            f"capacity under the SLO: {capacity.rate_rps:.2f} req/s"
+            if capacity.feasible
+            else f"capacity: {capacity.reason}"
+        )
+    lines(notes, title=f"{summary.events:,} events, {summary.sim_time_s:,.1f} s simulated")
+    console.print()
+
+
+def _write_requests(path: Path, result: SimResult) -> None:
+    lat = per_request_s(result)
+    try:
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(
+                [
+                    "request",
+                    "arrival_s",
+                    "input_tokens",
+                    "output_tokens",
+                    "ttft_s",
+                    "tpot_s",
+                    "e2e_s",
+                    "queueing_s",
+                    "preemptions",
+                ]
+            )
+            for i in range(result.arrival_s.size):
+                writer.writerow(
+                    [
+                        i,
+                        _num(result.arrival_s[i]),
+                        int(result.input_tokens[i]),
+                        int(result.output_tokens[i]),
+                        _num(lat["ttft"][i]),
+                        _num(lat["tpot"][i]),
+                        _num(lat["e2e"][i]),
+                        _num(lat["queueing"][i]),
+                        int(result.preemptions[i]),
+                    ]
+                )
+    except OSError as exc:
+        raise UserInputError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _num(value: float) -> str:
+    return f"{value:.6f}" if math.isfinite(value) else ""

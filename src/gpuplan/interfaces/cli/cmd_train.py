@@ -1,0 +1,230 @@
+"""Training commands: ``gpuplan train-plan`` (rank GPU × count × layout) and ``gpuplan train-fit``
+(memory breakdown and step time of one layout)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
+from gpuplan.core.errors import InfeasibleError, UserInputError
+from gpuplan.core.training.spec import TrainingJob, TrainingLayout
+from gpuplan.core.units import GIB
+from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.interfaces.cli.render import emit_json, lines, table
+from gpuplan.usecases.train import (
+    TrainFitResult,
+    TrainPlanRequest,
+    TrainPlanResult,
+    fit_training,
+    plan_training,
+    resolve_method,
+    tokens_to_train,
+)
+
+__all__ = ["app"]
+
+MethodOpt = Annotated[str, typer.Option(help="full | lora | qlora | pretrain")]
+
+
+@app.command("train-plan")
+@guarded
+def train_plan(
+    model: Annotated[str, typer.Option(help="HF id, bundled id or path to config.json")],
+    seq_len: Annotated[int, typer.Option(help="tokens per sequence")],
+    method: MethodOpt = "full",
+    tokens: Annotated[float | None, typer.Option(help="tokens to train on")] = None,
+    epochs: Annotated[float | None, typer.Option(help="epochs over --samples sequences")] = None,
+    samples: Annotated[int | None, typer.Option(help="sequences in the dataset")] = None,
+    global_batch: Annotated[int, typer.Option(help="sequences per optimizer step")] = 256,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp8 | fp4")] = "bf16",
+    gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
+    max_gpus: Annotated[int, typer.Option(help="largest GPU count to try")] = 64,
+    deadline_hours: Annotated[float | None, typer.Option(help="wall-time limit")] = None,
+    objective: Annotated[str, typer.Option(help="time | cost")] = "time",
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Rank GPU × count × parallel layout for training or fine-tuning a token budget."""
+    out = fmt(format)
+    req = TrainPlanRequest(
+        model=model,
+        method=resolve_method(method),
+        tokens=tokens_to_train(tokens, epochs, samples, seq_len),
+        seq_len=seq_len,
+        global_batch=global_batch,
+        dtype=dtype,
+        max_gpus=max_gpus,
+        gpus=tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
+        deadline_hours=deadline_hours,
+        objective=objective,
+    )
+    render_train_plan(plan_training(req, catalog_from(catalog)), out)
+
+
+def recommend_training(
+    *,
+    task: str,
+    method: str,
+    model: str | None,
+    seq_len: int | None,
+    tokens: float | None,
+    global_batch: int,
+    gpus: str | None,
+    max_gpus: int,
+    objective: str,
+    out: str,
+    catalog: CatalogOpt,
+) -> None:
+    """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked)."""
+    if not (model and seq_len and tokens):
+        raise UserInputError(f"recommend --task {task} needs --model, --seq-len and --tokens")
+    req = TrainPlanRequest.model_validate(
+        {
+            "model": model,
+            "method": resolve_method(method, task=task),
+            "tokens": tokens,
+            "seq_len": seq_len,
+            "global_batch": global_batch,
+            "max_gpus": max_gpus,
+            "objective": "cost" if objective == "cost" else "time",
+            "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
+        }
+    )
+    render_train_plan(plan_training(req, catalog_from(catalog)), out)
+
+
+def render_train_plan(result: TrainPlanResult, out: str) -> None:
+    """JSON or a ranked table of training plans with the rejections."""
+    if out == "json":
+        emit_json(result)
+        return
+    _plan_table(result)
+
+
+def _plan_table(result: TrainPlanResult) -> None:
+    rows = [
+        [
+            p.gpu,
+            p.gpus,
+            p.layout,
+            p.step.tokens_per_s_per_gpu,
+            p.step.mfu,
+            p.step.step_time_s,
+            p.memory_gib_per_gpu,
+            p.cost.wall_hours,
+            p.cost.usd_by_price_kind.get("on_demand"),
+            p.cost.energy_kwh,
+        ]
+        for p in result.plans
+    ]
+    columns = [
+        "gpu",
+        "gpus",
+        "layout",
+        "tok/s/GPU",
+        "MFU",
+        "step s",
+        "GiB/GPU",
+        "hours",
+        "$ on-demand",
+        "kWh",
+    ]
+    table(f"{result.model} {result.method}, {result.tokens:.3g} tokens", columns, rows)
+    if result.rejected:
+        lines([f"{name}: {why}" for name, why in result.rejected[:10]], title="rejected")
+
+
+@app.command("train-fit")
+@guarded
+def train_fit(
+    model: Annotated[str, typer.Option(help="HF id, bundled id or path to config.json")],
+    gpu: Annotated[str, typer.Option(help="GPU id, e.g. H100-SXM")],
+    seq_len: Annotated[int, typer.Option(help="tokens per sequence")],
+    method: MethodOpt = "full",
+    micro_batch: Annotated[int, typer.Option(help="sequences per GPU per forward/backward")] = 1,
+    global_batch: Annotated[int | None, typer.Option(help="sequences per step (default: micro × dp)")] = None,
+    tp: Annotated[int, typer.Option()] = 1,
+    pp: Annotated[int, typer.Option()] = 1,
+    dp: Annotated[int, typer.Option()] = 1,
+    cp: Annotated[int, typer.Option()] = 1,
+    ep: Annotated[int, typer.Option()] = 1,
+    virtual_stages: Annotated[
+        int, typer.Option(help="interleaved pipeline: model chunks per PP rank (1 = plain 1F1B)")
+    ] = 1,
+    zero: Annotated[int, typer.Option(help="ZeRO stage 0-3 (FSDP full shard = 3)")] = 0,
+    checkpointing: Annotated[str, typer.Option(help="none | selective | full")] = "none",
+    optimizer: Annotated[str, typer.Option(help="adamw | adamw_8bit | sgd")] = "adamw",
+    lora_rank: Annotated[int, typer.Option()] = 16,
+    dtype: Annotated[str, typer.Option(help="bf16 | fp8 | fp4")] = "bf16",
+    allow_long_seq: Annotated[bool, typer.Option(help="allow seq_len beyond the model's positions")] = False,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Training memory per GPU (weights, grads, optimizer, activations) and step time of one layout."""
+    out = fmt(format)
+    job = TrainingJob.model_validate(
+        {
+            "method": resolve_method(method),
+            "dtype": dtype,
+            "seq_len": seq_len,
+            "optimizer": optimizer,
+            "global_batch": global_batch or micro_batch * dp,
+            "lora_rank": lora_rank,
+            "allow_long_seq": allow_long_seq,
+        }
+    )
+    layout = TrainingLayout.model_validate(
+        {
+            "tp": tp,
+            "pp": pp,
+            "dp": dp,
+            "cp": cp,
+            "ep": ep,
+            "virtual_stages": virtual_stages,
+            "zero_stage": zero,
+            "micro_batch": micro_batch,
+            "checkpointing": checkpointing,
+        }
+    )
+    _show_fit(fit_training(model, gpu, job, layout, catalog_from(catalog)), out)
+
+
+def _show_fit(result: TrainFitResult, out: str) -> None:
+    """The breakdown in full, then exit 2 (infeasible) when it does not fit, as inference ``fit`` does."""
+    if out == "json":
+        emit_json(result)
+    else:
+        _fit_table(result)
+    if not result.fits:
+        raise typer.Exit(InfeasibleError.exit_code)
+
+
+def _fit_table(r: TrainFitResult) -> None:
+    m = r.memory
+    parts = [
+        ("weights", m.weights_bytes),
+        ("gradients", m.gradients_bytes),
+        ("optimizer", m.optimizer_bytes),
+        ("activations", m.activations_bytes),
+        ("logits", m.logits_bytes),
+        ("overhead", m.overhead_bytes),
+        ("total", m.total_bytes),
+    ]
+    table(
+        f"{r.model} on {r.gpu} ({r.layout}): {'fits' if r.fits else 'does NOT fit'} in {r.usable_gib:.1f} GiB",
+        ["part", "GiB/GPU"],
+        [[name, value / GIB] for name, value in parts],
+    )
+    if r.step is not None:
+        table(
+            "step",
+            ["step s", "tok/s/GPU", "TFLOP/s/GPU", "MFU"],
+            [[r.step.step_time_s, r.step.tokens_per_s_per_gpu, r.step.model_tflops_per_gpu, r.step.mfu]],
+        )
+
+
+def predict_training_scenario(sc: TrainingScenarioFile, catalog: CatalogOpt, out: str) -> None:
+    """``gpuplan predict`` / ``fit --scenario`` on a training scenario: what ``train-fit`` prints."""
+    _show_fit(fit_training(sc.model, sc.hardware.gpu, sc.training, sc.layout, catalog_from(catalog)), out)

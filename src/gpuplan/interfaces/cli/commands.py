@@ -1,0 +1,316 @@
+"""Command definitions: each parses flags into one validated object, makes one call, renders."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuplan.interfaces.plots import serving as plots
+from gpuplan.usecases import service
+from gpuplan.adapters.models.registry import list_models
+from gpuplan.adapters.scenario_files.deployment import (
+    ScenarioFile,
+    is_training_document,
+    load_scenario,
+    parse_scenario,
+    parse_training_scenario,
+    read_scenario_text,
+)
+from gpuplan.core.errors import InfeasibleError, UserInputError
+from gpuplan.data.calibration import default_calibration
+from gpuplan.interfaces.cli import views
+from gpuplan.interfaces.cli.app import (
+    CalibrationOpt,
+    CatalogOpt,
+    Format,
+    FormatOpt,
+    app,
+    catalog_from,
+    fmt,
+    guarded,
+)
+from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
+from gpuplan.interfaces.cli.render import progress_bar
+from gpuplan.usecases.calibration.profile import load_calibration
+
+EXAMPLE_SCENARIO = """\
+# The README's question: Qwen2.5-32B to ~20 requests/s, 2k-token prompts, 300-token answers,
+# TTFT under 1 s and TPOT under 50 ms. Which GPU, how many, at what cost?
+model: Qwen/Qwen2.5-32B-Instruct
+workload: {input_tokens: 2048, output_tokens: 300, rate_rps: 20}
+sla: {ttft_ms: 1000, tpot_ms: 50}
+hardware: {max_gpus: 64}
+"""
+
+
+@app.command()
+@guarded
+def gpus(catalog: CatalogOpt = None, format: FormatOpt = "table") -> None:
+    """List the GPU catalog: memory, bandwidth, dense TFLOPS, links, power, price."""
+    views.gpus(catalog_from(catalog), fmt(format))
+
+
+@app.command()
+@guarded
+def models(format: FormatOpt = "table") -> None:
+    """List the bundled models with parameter counts and KV bytes per token."""
+    views.models(list_models(), fmt(format))
+
+
+@app.command()
+@guarded
+def dtypes(format: FormatOpt = "table") -> None:
+    """List weight / KV-cache dtypes: bytes per element with scale overhead and the GEMM path used."""
+    views.dtypes(fmt(format))
+
+
+@app.command("fit")
+@guarded
+def fit_cmd(
+    model: Annotated[str | None, typer.Option(help="HF id, bundled id or path to config.json")] = None,
+    gpu: Annotated[str | None, typer.Option(help="GPU id, e.g. H100-SXM")] = None,
+    count: Annotated[int, typer.Option(help="GPUs in the replica")] = 1,
+    tp: Annotated[int | None, typer.Option(help="tensor parallel (default: count / pp)")] = None,
+    pp: Annotated[int, typer.Option()] = 1,
+    dtype: Annotated[str, typer.Option(help="weight dtype: bf16 fp16 fp8 int8 int4 nf4 fp4")] = "bf16",
+    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache dtype (default: follows weights)")] = None,
+    engine: Annotated[str, typer.Option(help="vllm trtllm sglang ...")] = "vllm",
+    context: Annotated[int | None, typer.Option(help="tokens per request (max_model_len)")] = None,
+    utilization: Annotated[float | None, typer.Option(help="gpu_memory_utilization")] = None,
+    plot: Annotated[Path | None, typer.Option(help="write the memory chart: FILE.html or FILE.png")] = None,
+    scenario: Annotated[
+        Path | None, typer.Option(help="take everything from a scenario YAML (inference or training)")
+    ] = None,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Does it fit? Memory breakdown per GPU and the KV capacity left for requests (or, for a training
+    scenario, weights, gradients, optimizer states and activations per GPU)."""
+    if scenario is not None:
+        _refuse_flags(
+            DOCUMENT_IS_THE_REQUEST, model=model, gpu=gpu, tp=tp, kv_dtype=kv_dtype, context=context,
+            utilization=utilization,
+        )  # fmt: skip
+        _fit_scenario(scenario, catalog, fmt(format), plot)
+        return
+    if not (model and gpu):
+        raise UserInputError("fit needs --model and --gpu, or --scenario FILE")
+    result = service.fit(
+        model,
+        gpu,
+        catalog_from(catalog),
+        count=count,
+        tp=tp,
+        pp=pp,
+        weight_dtype=dtype,
+        kv_dtype=kv_dtype,
+        engine=engine,
+        context_tokens=context,
+        utilization=utilization,
+    )
+    views.fit(result, fmt(format))
+    if plot is not None:
+        plots.write_fit_plot(plot, result)
+    _exit_unless_fits(result.memory.fits)
+
+
+def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | None) -> None:
+    text = read_scenario_text(path)
+    if is_training_document(text):
+        predict_training_scenario(parse_training_scenario(text, origin=str(path)), catalog, out)
+        return
+    sc = parse_scenario(text, origin=str(path))
+    result = service.fit_from_scenario(sc, catalog_from(catalog))
+    views.fit(result, out)
+    if plot is not None:
+        plots.write_fit_plot(plot, result)
+    _exit_unless_fits(result.memory.fits)
+
+
+def _exit_unless_fits(fits: bool) -> None:
+    """A breakdown that does not fit is printed in full, then exits 2 (infeasible) for scripts."""
+    if not fits:
+        raise typer.Exit(InfeasibleError.exit_code)
+
+
+@app.command()
+@guarded
+def predict(
+    scenario: Annotated[Path, typer.Argument(help="scenario YAML")],
+    calibration: CalibrationOpt = None,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Latency, throughput and cost of one deployment on one workload (or one training layout's step
+    time and memory, for a scenario with a ``training`` section)."""
+    text = read_scenario_text(scenario)
+    if is_training_document(text):
+        predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
+        return
+    result = service.predict_from_scenario(
+        parse_scenario(text, origin=str(scenario)),
+        catalog_from(catalog),
+        load_calibration(calibration) if calibration else None,
+    )
+    views.predict(result, fmt(format))
+
+
+@app.command()
+@guarded
+def recommend(
+    scenario: Annotated[Path | None, typer.Argument(help="scenario YAML (or use the flags)")] = None,
+    model: Annotated[str | None, typer.Option(help="HF id, bundled id or path to config.json")] = None,
+    input_tokens: Annotated[int | None, typer.Option(help="prompt tokens per request")] = None,
+    output_tokens: Annotated[int | None, typer.Option(help="generated tokens per request")] = None,
+    rate: Annotated[float | None, typer.Option(help="target requests/s")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="requests in flight")] = None,
+    ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit, ms")] = None,
+    tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit, ms")] = None,
+    ttft_p99_ms: Annotated[float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")] = None,
+    tpot_p99_ms: Annotated[float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")] = None,
+    gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
+    max_gpus: Annotated[int, typer.Option(help="most GPUs in a plan")] = 64,
+    dtypes: Annotated[str, typer.Option(help="weight dtypes to consider")] = "bf16,fp8,int4",
+    engine: Annotated[str, typer.Option()] = "vllm",
+    objective: Annotated[str, typer.Option(help="cost, latency or throughput")] = "cost",
+    budget: Annotated[float | None, typer.Option(help="max $/hour")] = None,
+    example: Annotated[bool, typer.Option(help="run the built-in example")] = False,
+    task: Annotated[str, typer.Option(help="infer | train | finetune")] = "infer",
+    method: Annotated[str, typer.Option(help="train/finetune: full | lora | qlora")] = "full",
+    seq_len: Annotated[int | None, typer.Option(help="train/finetune: tokens per sequence")] = None,
+    tokens: Annotated[float | None, typer.Option(help="train/finetune: tokens to train on")] = None,
+    global_batch: Annotated[int, typer.Option(help="train/finetune: sequences per step")] = 256,
+    plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
+    calibration: CalibrationOpt = None,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """The cheapest plan that meets the SLA, the runner-ups, and why not the others.
+
+    With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
+    if task in ("train", "finetune"):
+        _refuse_flags(
+            (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS), input_tokens=input_tokens,
+            output_tokens=output_tokens, rate=rate, concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+            ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget, scenario=scenario,
+        )  # fmt: skip
+        recommend_training(
+            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
+            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
+        )  # fmt: skip
+        return
+    if task != "infer":
+        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
+    if example or scenario is not None:
+        _refuse_flags(
+            DOCUMENT_IS_THE_REQUEST, model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate,
+            concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms,
+            tpot_p99_ms=tpot_p99_ms, gpus=gpus, budget=budget,
+        )  # fmt: skip
+    if example:
+        sc = parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
+    elif scenario is not None:
+        sc = load_scenario(scenario)
+    else:
+        load = {"rate_rps": rate, "concurrency": concurrency}
+        sla = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p99_ms": tpot_p99_ms}
+        sc = _scenario_from_flags(
+            model=model, input_tokens=input_tokens, output_tokens=output_tokens, load=load, sla=sla, gpus=gpus,
+            max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
+        )  # fmt: skip
+    cat = catalog_from(catalog)
+    cal = load_calibration(calibration) if calibration else None
+    simulated = service.scenario_sla(sc).has_percentiles
+    with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
+        rec = service.recommend_from_scenario(sc, cat, cal, progress=progress)
+    views.recommendation(rec, fmt(format))
+    if plot is not None:
+        plots.write_recommendation_plot(plot, sc, cat, rec)
+
+
+DOCUMENT_IS_THE_REQUEST = (
+    ": a scenario file (or --example) is the whole request",
+    "put the values in the file, or drop the file and use flags only",
+)
+TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
+
+
+def _refuse_flags(why: tuple[str, str], **flags: object) -> None:
+    """Flags given (not None) that this request would ignore are an error, never silently dropped;
+    ``why`` is (what follows "would be ignored", the hint)."""
+    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
+    if given:
+        reason, hint = why
+        raise UserInputError(f"{', '.join(given)} would be ignored{reason}", hint=hint)
+
+
+def _scenario_from_flags(
+    *,
+    model: str | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    load: dict[str, float | int | None],
+    sla: dict[str, float | None],
+    gpus: str | None,
+    max_gpus: int,
+    dtypes: str,
+    engine: str,
+    objective: str,
+    budget: float | None,
+) -> ScenarioFile:
+    """The scenario document the recommend flags describe, validated like a file."""
+    if not (model and input_tokens is not None and output_tokens is not None):  # 0 is checked as a field
+        raise UserInputError(
+            "recommend needs a scenario file, --example, or --model, --input-tokens and "
+            "--output-tokens with --rate or --concurrency"
+        )
+    for flag, text in (("--gpus", gpus), ("--dtypes", dtypes)):
+        if text is not None and not any(part.strip() for part in text.split(",")):
+            raise UserInputError(f"{flag} {text!r} names nothing", hint=f"leave {flag} out for the default")
+    doc = {
+        "model": model,
+        "engine": engine,
+        "objective": objective,
+        "workload": {"input_tokens": input_tokens, "output_tokens": output_tokens, **load},
+        "sla": sla,
+        "hardware": {
+            "gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
+            "max_gpus": max_gpus,
+        },
+        "precision": {"allowed": [d.strip() for d in dtypes.split(",") if d.strip()]},
+        "prices": {"max_usd_per_hour": budget},
+    }
+    return service.scenario_from_mapping(doc)
+
+
+@app.command()
+@guarded
+def validate(
+    cases: Annotated[Path, typer.Argument(help="a validation CSV (inference, inference_memory, ...)")],
+    grades: Annotated[str, typer.Option(help="quality grades to include")] = "A,B",
+    fit_out: Annotated[
+        Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")
+    ] = None,
+    cross_validate: Annotated[
+        str | None, typer.Option(help="held-out error: refit without each 'gpu' or 'model' in turn")
+    ] = None,
+    catalog: CatalogOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Predict published measurements and report the error by metric and quality grade."""
+    from gpuplan.usecases.validation import service as validation  # loads the simulator and scipy: only here
+
+    chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
+    cat = catalog_from(catalog)
+    cal = default_calibration()
+    if cross_validate is not None:
+        views.cross_validation(
+            validation.cross_validate(cases, cat, grades=chosen, by=cross_validate), fmt(format)
+        )
+        return
+    if fit_out is not None:
+        cal = validation.refit(cases, cat, cal, grades=chosen, out=fit_out)
+    views.validation(validation.validate(cases, cat, cal, grades=chosen), fmt(format))

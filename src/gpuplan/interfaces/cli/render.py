@@ -1,0 +1,89 @@
+"""The only module that imports rich: tables and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+from rich.text import Text
+
+from gpuplan.interfaces.jsonout import finite
+
+PIPE_WIDTH = 160
+"""Columns when stdout is not a terminal (logs, CI, docs): rich would otherwise assume 80 and cut the
+13-column plan table; COLUMNS still wins."""
+
+
+def _width() -> int | None:
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() else PIPE_WIDTH
+
+
+console = Console(soft_wrap=True, width=_width())
+err_console = Console(stderr=True, soft_wrap=True, width=_width())
+
+
+def emit_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:
+    """Stable JSON on stdout (pydantic field names, no rich markup)."""
+    data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
+    sys.stdout.write(json.dumps(finite(data), indent=2, allow_nan=False, default=str) + "\n")
+
+
+def error(message: str) -> None:
+    """One line on stderr, no traceback."""
+    line = Text("error: ", style="bold red")
+    line.append(message)
+    err_console.print(line, highlight=False)
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for c in columns:
+        t.add_column(
+            c,
+            justify="left"
+            if c in ("id", "gpu", "model", "metric", "reason", "layout", "note", "part")
+            else "right",
+        )
+    for r in rows:
+        t.add_row(*[_cell(v) for v in r])
+    console.print(t)
+
+
+def lines(items: Sequence[str], *, title: str | None = None) -> None:
+    if title:
+        console.print(f"[bold]{title}[/]")
+    for item in items:
+        console.print(f"  - {item}", highlight=False, markup=False)
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            return "-"
+        return f"{v:,.0f}" if abs(v) >= 100 else (f"{v:.2f}" if abs(v) >= 1 else f"{v:.3f}")
+    return str(v)
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[Callable[[float], None] | None]:
+    """A transient progress bar on stderr when it is a terminal; yields an update(fraction) function,
+    or None when there is no terminal (logs and pipes get no bar)."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    with Progress(transient=True, console=err_console) as bar:
+        task = bar.add_task(description, total=1.0)
+        yield lambda fraction: bar.update(task, completed=fraction)

@@ -1,0 +1,250 @@
+"""Render each command's result as a rich table or the documented JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.models.registry import ModelSummary
+from gpuplan.core.dtypes import DTYPES
+from gpuplan.core.recommend.request import Recommendation
+from gpuplan.core.units import GB, GIB, MS_PER_S, TB
+from gpuplan.interfaces.cli.app import Format
+from gpuplan.interfaces.cli.render import console, emit_json, lines, table
+from gpuplan.usecases.service import FitResult, PredictResult
+from gpuplan.usecases.validation.report import ValidationReport
+
+if TYPE_CHECKING:
+    from gpuplan.usecases.validation.crossval import CrossValidation
+
+
+def gpus(catalog: Catalog, f: Format) -> None:
+    specs = [catalog.get_gpu(g) for g in catalog.gpu_ids()]
+    if f == "json":
+        emit_json(
+            {
+                "gpus": [s.model_dump(mode="json") for s in specs],
+                "prices": [p.model_dump(mode="json") for p in catalog.prices],
+            }
+        )
+        return
+    rows = []
+    for s in specs:
+        price = catalog.price(s.id)
+        rows.append(
+            (
+                s.id,
+                s.family,
+                s.memory_bytes / GB,
+                s.memory_bandwidth_bytes_per_s / TB,
+                s.sixteen_bit_tflops,
+                s.dense_tflops.fp8,
+                s.dense_tflops.fp4,
+                f"{s.interconnect.scale_up} {s.interconnect.scale_up_bytes_per_s / GB:.0f} GB/s",
+                s.tdp_watts,
+                price.usd if price else None,
+            )
+        )
+    table(
+        "GPU catalog (dense TFLOPS; links bidirectional per GPU)",
+        ["id", "family", "mem GB", "TB/s", "bf16", "fp8", "fp4", "scale-up link", "TDP W", "$/GPU-h"],
+        rows,
+    )
+
+
+def dtypes(f: Format) -> None:
+    rows = [
+        (d.name, d.bytes_per_element, d.bytes_per_element * 8, d.compute_key, d.fallback_compute_key, d.note)
+        for d in DTYPES.values()
+    ]
+    if f == "json":
+        emit_json(
+            {
+                "dtypes": [
+                    dict(
+                        zip(
+                            (
+                                "name",
+                                "bytes_per_element",
+                                "bits_per_element",
+                                "compute",
+                                "fallback_compute",
+                                "note",
+                            ),
+                            r,
+                            strict=True,
+                        )
+                    )
+                    for r in rows
+                ]
+            }
+        )
+        return
+    table(
+        "Dtypes (bytes include block-scale overhead)",
+        ["id", "bytes", "bits", "GEMM path", "fallback", "note"],
+        rows,
+    )
+
+
+def models(summaries: Sequence[ModelSummary], f: Format) -> None:
+    if f == "json":
+        emit_json({"models": [m.model_dump(mode="json") for m in summaries]})
+        return
+    table(
+        "Bundled models",
+        ["model", "type", "params B", "active B", "KV KiB/token (bf16)"],
+        [
+            (m.id, m.model_type, m.params_b, m.active_params_b, m.kv_bytes_per_token_bf16 / 1024)
+            for m in summaries
+        ],
+    )
+
+
+def fit(r: FitResult, f: Format) -> None:
+    if f == "json":
+        emit_json(r)
+        return
+    m = r.memory
+    table(
+        f"{r.model} on {r.layout.tp * r.layout.pp}x {r.gpu} ({r.layout.weight_dtype}, {r.layout.engine}) - per GPU",
+        ["part", "GiB"],
+        [
+            ("weights", m.weights_bytes / GIB),
+            ("activation peak", m.activation_bytes / GIB),
+            ("runtime overhead", m.overhead_bytes / GIB),
+            ("KV-cache pool", m.kv_pool_bytes / GIB),
+            ("budget (usable x utilization)", m.budget_bytes / GIB),
+            ("usable", m.usable_bytes / GIB),
+        ],
+    )
+    verdict = "fits" if m.fits else "does NOT fit"
+    console.print(
+        f"{verdict}: {m.kv_tokens:,} KV tokens per replica; {m.max_concurrency:.2f} requests of "
+        f"{m.max_model_len:,} tokens at once",
+        highlight=False,
+    )
+
+
+def predict(r: PredictResult, f: Format) -> None:
+    if f == "json":
+        emit_json(r)
+        return
+    p = r.prediction
+    table(
+        f"{r.model} on {p.num_gpus}x {r.gpu} (tp={r.layout.tp} pp={r.layout.pp} x{r.layout.replicas}, "
+        f"{r.layout.weight_dtype}, {r.workload.scenario})",
+        ["metric", "value"],
+        [
+            ("TTFT ms", p.ttft_s * MS_PER_S),
+            ("TPOT ms", p.tpot_s * MS_PER_S),
+            ("E2E ms", p.e2e_s * MS_PER_S),
+            ("output tokens/s", p.output_tokens_per_s),
+            ("output tokens/s per GPU", p.output_tokens_per_s_per_gpu),
+            ("requests/s", p.requests_per_s),
+            ("running per replica", p.running_per_replica),
+            ("decode bound", p.bound),
+            ("$/hour", r.usd_per_hour),
+            ("$/1M output tokens", r.usd_per_million_output_tokens),
+        ],
+    )
+
+
+def recommendation(r: Recommendation, f: Format) -> None:
+    if f == "json":
+        emit_json(r)
+        return
+    tail = any(p.sized_on == "p99" for p in r.plans)
+    latency = ["P99 TTFT", "P99 TPOT"] if tail else ["TTFT ms", "TPOT ms"]
+    table(
+        f"Plans for {r.model} (objective: {r.objective}; best first)",
+        ["gpu", "count", "tp", "pp", "repl", "dtype", *latency, "tok/s", "$/h", "$/month", "$/1M out", "GiB/GPU"],
+        [
+            (
+                p.gpu,
+                p.count,
+                p.tp,
+                p.pp,
+                p.replicas,
+                p.weight_dtype,
+                p.ttft_p99_ms if tail else p.ttft_ms,
+                p.tpot_p99_ms if tail else p.tpot_ms,
+                p.output_tokens_per_s,
+                p.usd_per_hour,
+                p.usd_per_month,
+                p.usd_per_million_output_tokens,
+                p.memory_per_gpu_gib,
+            )
+            for p in r.plans
+        ],
+    )
+    lines(r.explanation, title="Why")
+    lines(r.assumptions, title="Assumptions")
+
+
+def validation(r: ValidationReport, f: Format) -> None:
+    if f == "json":
+        emit_json(r)
+        return
+    s = r.summary
+    rows = [
+        (m, st.n, _pct(st.median_ape), _pct(st.mape), _pct(st.p90_ape), _grade(st.median_ape))
+        for m, st in s.by_metric.items()
+    ]
+    table(
+        f"{r.file} ({r.schema_name}, grades {','.join(r.grades)}): {s.predicted}/{s.rows} predicted",
+        ["metric", "n", "median APE", "MAPE", "p90 APE", "quality"],
+        rows,
+    )
+    table(
+        "By grade",
+        ["grade", "n", "median APE", "MAPE", "p90 APE"],
+        [(g, st.n, _pct(st.median_ape), _pct(st.mape), _pct(st.p90_ape)) for g, st in s.by_grade.items()],
+    )
+    reasons: dict[str, int] = {}  # skip reason -> rows
+    for row in r.rows:
+        if row.skip_reason:
+            reasons[row.skip_reason] = reasons.get(row.skip_reason, 0) + 1
+    if reasons:
+        ranked = sorted(reasons, key=lambda reason: reasons[reason], reverse=True)
+        table("Skipped", ["reason", "rows"], [(reason, reasons[reason]) for reason in ranked])
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.1f}%"
+
+
+def _grade(median: float | None) -> str:
+    """A plain-words grade of a median APE (docs/validate.md)."""
+    if median is None:
+        return "-"
+    return "good" if median <= 0.1 else "fair" if median <= 0.2 else "rough" if median <= 0.4 else "poor"
+
+
+def cross_validation(r: CrossValidation, f: Format) -> None:
+    if f == "json":
+        emit_json(r)
+        return
+    table(
+        f"Held-out error, leaving one {r.by} out at a time (refit on the rest)",
+        ["group", "rows", "median APE", "MAPE", "p90 APE"],
+        [
+            (
+                fold.group,
+                fold.rows,
+                _pct(fold.stats.median_ape),
+                _pct(fold.stats.mape),
+                _pct(fold.stats.p90_ape),
+            )
+            for fold in r.folds
+        ],
+    )
+    table(
+        "Pooled held-out error by metric",
+        ["metric", "n", "median APE", "MAPE", "p90 APE"],
+        [
+            (m, st.n, _pct(st.median_ape), _pct(st.mape), _pct(st.p90_ape))
+            for m, st in r.summary.by_metric.items()
+        ],
+    )

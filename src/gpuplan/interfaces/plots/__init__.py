@@ -1,0 +1,1 @@
+"""Plotly figures of answers already computed (serving and training); they draw, they do not predict."""

@@ -1,5 +1,0 @@
-"""The results store: every benchmark result, written as it is measured (SQLAlchemy; SQLite or PostgreSQL)."""
-
-from gpuplan.results.store import RecordWriter, RunInfo, Store, default_store_url
-
-__all__ = ["RecordWriter", "RunInfo", "Store", "default_store_url"]

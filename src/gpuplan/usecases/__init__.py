@@ -1,0 +1,2 @@
+"""Use cases: one module per user question (fit, predict, recommend, simulate, train, fleet, deploy,
+validate, calibrate, bench serve). Each resolves ids at the edge and makes one core call."""

@@ -1,0 +1,122 @@
+"""One load-test run end to end: store the run, stream every record into the store, summarise.
+
+``resume``: reloads the run's stored config, skips every request index already stored and sends the
+rest with the original spacing (the first missing one is due at once); the summary covers all rows.
+``hooks`` lets the CLI follow the run (progress bar) without this layer knowing about terminals.
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from gpuplan import __version__
+from gpuplan.adapters.bench.load import metrics, runner
+from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.summary import BenchSummary, summarize
+from gpuplan.adapters.store.database import RecordWriter, Store
+from gpuplan.adapters.store.records import RequestRecord
+from gpuplan.core.errors import BenchmarkError, UserInputError
+
+
+@dataclass
+class Hooks:
+    """Callbacks: ``announce(run_id, store_url)``; ``start(expected requests or None)``; ``record(r)``
+    (called on the load loop's thread: keep it cheap)."""
+
+    announce: Callable[[str, str], None] | None = None
+    start: Callable[[int | None], None] | None = None
+    record: Callable[[RequestRecord], None] | None = None
+
+
+def conditions(config: LoadConfig) -> dict[str, Any]:
+    """What the numbers depend on besides the config: client host and software."""
+    return {"host": socket.gethostname(), "platform": platform.platform(), "python": sys.version.split()[0],
+            "client": "gpuplan raw HTTP/1.1", "workers": config.workers,
+            "target": config.url, "model": config.model, "api": config.api}
+
+
+def preflight(config: LoadConfig) -> None:
+    """Fail fast, with one clear line, when nothing listens at the URL."""
+    try:
+        httpx.get(config.url.rstrip("/") + "/v1/models", timeout=5.0, trust_env=False)
+    except httpx.HTTPError as exc:
+        raise BenchmarkError(f"cannot reach {config.url}: {type(exc).__name__}: {exc}",
+                             hint="is the server running? try gpuplan mock-server --port 8000") from None
+
+
+def _expected(config: LoadConfig, skip: set[int]) -> int | None:
+    if not config.open_loop:
+        return None
+    from gpuplan.adapters.bench.load.workload import build
+
+    return sum(i not in skip for i in range(len(build(config).offsets)))
+
+
+def _open(store: Store, config: LoadConfig | None, resume: str | None) -> tuple[str, LoadConfig, set[int]]:
+    if resume is not None:
+        info = store.run(resume)
+        if info.kind != "serve":
+            raise UserInputError(f"run {info.run_id} is a {info.kind} run, not a serve run")
+        return info.run_id, LoadConfig.model_validate(info.config), {r.index for r in store.records(info.run_id)}
+    if config is None:
+        raise UserInputError("give the load (--url, --model, --rate or --concurrency, ...) or --resume RUN_ID")
+    return uuid.uuid4().hex, config, set()
+
+
+def serve(config: LoadConfig | None, store_url: str | None = None, resume: str | None = None,
+          announce: Callable[[str, str], None] | None = None, hooks: Hooks | None = None) -> BenchSummary:
+    """Run (or resume) a load test; every record is stored as it completes. Returns the summary."""
+    hooks = hooks or Hooks(announce=announce)
+    store = Store(store_url)
+    run_id, config, skip = _open(store, config, resume)
+    preflight(config)
+    from gpuplan.adapters.bench.load.workload import build
+
+    build(config)  # reads the trace and prompt files: a bad file fails here, before a run is recorded
+    if resume is None:
+        store.create_run(run_id, "serve", config.model_dump(mode="json"), conditions(config), __version__)
+    else:
+        store.set_status(run_id, "running")
+    if hooks.announce is not None:
+        hooks.announce(run_id, store.url)
+    if hooks.start is not None:
+        hooks.start(_expected(config, skip))
+    before = metrics.scrape(config.metrics_url) if config.metrics_url else None
+    writer = RecordWriter(store, run_id)
+    sink = writer.put if hooks.record is None else _tee(writer.put, hooks.record)
+    try:
+        outcome = runner.run(config, sink, skip)
+    except KeyboardInterrupt:
+        writer.close()
+        store.set_status(run_id, "interrupted")
+        raise BenchmarkError("interrupted; completed requests are stored",
+                             hint=f"resume with gpuplan bench serve --resume {run_id}") from None
+    writer.close()
+    server = metrics.compare(before, metrics.scrape(config.metrics_url)) if before and config.metrics_url else None
+    summary = summarize(run_id, config, store.records(run_id), outcome.loop_lag_ms, outcome.cpu_s,
+                        len(outcome.records), server)
+    store.finish_run(run_id, "completed", summary.model_dump(mode="json"))
+    if summary.requests_completed == 0 and summary.requests_failed > 0:
+        errors = ", ".join(f"{kind} x{count}" for kind, count in sorted(summary.errors.items()))
+        raise BenchmarkError(
+            f"every request failed ({errors}); run {run_id} is stored",
+            hint="check --url, --model (the server's model name) and --api",
+        )
+    return summary
+
+
+def _tee(first: Callable[[RequestRecord], None],
+         second: Callable[[RequestRecord], None]) -> Callable[[RequestRecord], None]:
+    def both(record: RequestRecord) -> None:
+        first(record)
+        second(record)
+
+    return both

@@ -1,0 +1,54 @@
+"""Read and write calibration profiles: the inference factors (``perf/calibration.py``) plus an
+optional ``training_mfu`` table (``family:dtype`` → MFU) merged into the training calibration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpuplan.core.calibration.serving import Calibration, parse_calibration
+from gpuplan.core.calibration.training import TrainingCalibration
+from gpuplan.core.errors import DataError, FileFormatError
+from gpuplan.data.calibration import default_training_calibration
+
+TRAINING_KEY = "training_mfu"
+HEADER = ("# gpuplan calibration profile: efficiency factors fitted by `gpuplan calibrate`\n"
+          "# (meanings: docs/model.md section 4). Load with --calibration THIS_FILE.\n")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FileFormatError(f"cannot read calibration profile {path}: {exc.strerror}",
+                              hint="write one with gpuplan calibrate -o PROFILE.yaml") from None
+    except yaml.YAMLError as exc:
+        raise FileFormatError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: a calibration profile is a mapping")
+    return data
+
+
+def load_calibration(path: Path) -> Calibration:
+    """The inference calibration of a profile (what ``predict``/``recommend``/``simulate`` use)."""
+    data = _read(path)
+    data.pop(TRAINING_KEY, None)
+    return parse_calibration(data, origin=str(path))
+
+
+def load_training_calibration(path: Path) -> TrainingCalibration:
+    """The bundled training calibration with the profile's ``training_mfu`` entries laid over it."""
+    mfu = _read(path).get(TRAINING_KEY) or {}
+    base = default_training_calibration()
+    if not isinstance(mfu, dict) or not all(0 < float(v) <= 1.5 for v in mfu.values()):
+        raise DataError(f"{path}: {TRAINING_KEY} must map family:dtype to a share in (0, 1.5]")
+    return base.model_copy(update={"mfu": base.mfu | {str(k): float(v) for k, v in mfu.items()}})
+
+
+def write_profile(path: Path, cal: Calibration, training_mfu: dict[str, float]) -> None:
+    data: dict[str, Any] = cal.model_dump(mode="json")
+    if training_mfu:
+        data[TRAINING_KEY] = dict(sorted(training_mfu.items()))
+    path.write_text(HEADER + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")

@@ -1,0 +1,229 @@
+"""Training use cases for the CLI (and later ``recommend --task train|finetune``): resolve the model
+and the catalog, search layouts per GPU × count, rank the plans, and explain the rejections.
+
+Entry points: :func:`plan_training` (``gpuplan train-plan``) and :func:`fit_training`
+(``gpuplan train-fit``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field
+
+from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.models.registry import get_model, model_for_seq_len
+from gpuplan.core.errors import InfeasibleError, UserInputError
+from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.memory import usable_memory_bytes
+from gpuplan.core.training.memory import TrainingMemory, training_memory
+from gpuplan.core.training.plan import TrainingCost, training_cost
+from gpuplan.core.training.search import search_layouts
+from gpuplan.core.training.spec import (
+    Method,
+    Optimizer,
+    TrainingJob,
+    TrainingLayout,
+    check_layout,
+    micro_batches_per_step,
+)
+from gpuplan.core.training.step import StepPrediction, predict_step
+from gpuplan.core.units import GIB
+from gpuplan.data.calibration import default_training_calibration
+
+PLAN_LIMIT = 10
+"""Plans shown by train-plan (ranked)."""
+PRICE_KINDS = ("on_demand", "spot", "reserved_1y")
+
+
+class TrainPlanRequest(FrozenModel):
+    """What ``train-plan`` (and ``recommend --task train``) asks."""
+
+    model: str
+    method: Method = "pretrain"
+    tokens: float = Field(gt=0, description="tokens to train on (epochs × samples × seq_len)")
+    seq_len: int = Field(ge=1)
+    global_batch: int = Field(default=256, ge=1)
+    dtype: str = "bf16"
+    optimizer: Optimizer = "adamw"
+    lora_rank: int = Field(default=16, ge=0)
+    gpus: tuple[str, ...] = ()
+    max_gpus: int = Field(default=64, ge=1)
+    deadline_hours: float | None = Field(default=None, gt=0)
+    objective: str = Field(default="time", pattern="^(time|cost)$")
+
+
+class TrainPlan(FrozenModel):
+    gpu: str
+    gpus: int
+    layout: str
+    step: StepPrediction
+    memory_gib_per_gpu: float
+    cost: TrainingCost
+
+
+class TrainPlanResult(FrozenModel):
+    model: str
+    method: str
+    tokens: float
+    plans: list[TrainPlan]
+    rejected: list[tuple[str, str]]
+
+
+def _counts(max_gpus: int) -> list[int]:
+    out, n = [], 1
+    while n <= max_gpus:
+        out.append(n)
+        n *= 2
+    return out
+
+
+METHODS: dict[str, Method] = {
+    "full": "full_ft",
+    "full_ft": "full_ft",
+    "pretrain": "pretrain",
+    "lora": "lora",
+    "qlora": "qlora",
+}
+"""``--method`` words (train-plan, the web form) → the planner's method."""
+TASK_METHODS: dict[tuple[str, str], Method] = {("train", "full"): "pretrain", ("finetune", "full"): "full_ft"}
+"""``recommend --task train|finetune --method full`` → the planner's method."""
+
+
+def resolve_method(method: str, *, task: str | None = None) -> Method:
+    """A ``--method`` word as the planner's method; UserInputError naming the valid words."""
+    if task is not None:
+        if method not in ("full", "lora", "qlora"):
+            raise UserInputError(f"--method {method!r} is not one of full, lora, qlora")
+        if task == "train" and method != "full":
+            raise UserInputError("--task train trains all weights: use --task finetune for lora/qlora")
+        return TASK_METHODS.get((task, method), METHODS[method])
+    if method not in METHODS:
+        raise UserInputError(f"--method {method!r} is not one of full, lora, qlora, pretrain")
+    return METHODS[method]
+
+
+def tokens_to_train(tokens: float | None, epochs: float | None, samples: int | None, seq_len: int) -> float:
+    """The token budget: ``tokens``, or ``epochs × samples × seq_len``."""
+    if tokens is not None:
+        if not (math.isfinite(tokens) and tokens > 0):
+            raise UserInputError(f"--tokens must be a finite number > 0, got {tokens}")
+        return tokens
+    if epochs is not None and samples is not None:
+        budget = epochs * samples * seq_len
+        if not math.isfinite(budget):
+            raise UserInputError(f"epochs × samples × seq_len = {budget} tokens is not a finite number")
+        return budget
+    raise UserInputError("give --tokens, or --epochs with --samples")
+
+
+def training_job(req: TrainPlanRequest, model: ModelSpec) -> TrainingJob:
+    """The planner's job for a request (dtype rules applied, checked against the model)."""
+    dtype = "bf16" if req.dtype in ("bf16", "int4", "nf4") else req.dtype
+    if dtype not in ("bf16", "fp16", "fp8", "fp4"):
+        raise UserInputError(f"dtype {req.dtype!r} is not one of bf16, fp16, fp8, fp4")
+    job = TrainingJob.model_validate(
+        {
+            "method": req.method,
+            "dtype": dtype,
+            "seq_len": req.seq_len,
+            "global_batch": req.global_batch,
+            "optimizer": req.optimizer,
+            "lora_rank": req.lora_rank,
+        }
+    )
+    check_layout(model, job, TrainingLayout(micro_batch=1, dp=1))
+    return job
+
+
+def _plan(
+    req: TrainPlanRequest, catalog: Catalog, gpu_id: str, count: int, model: ModelSpec, job: TrainingJob
+) -> tuple[TrainPlan | None, str]:
+    gpu = catalog.get_gpu(gpu_id)
+    found = search_layouts(model, gpu, job, count, default_training_calibration())
+    if not found.candidates:
+        reason = found.rejected[-1][1] if found.rejected else "no layout"
+        return None, f"nothing fits: {reason}"
+    best = found.candidates[0]
+    prices = {k: p.usd for k in PRICE_KINDS if (p := catalog.price(gpu.id, k)) is not None}
+    cost = training_cost(
+        tokens=req.tokens,
+        tokens_per_s=best.step.tokens_per_s,
+        gpus=count,
+        usd_per_gpu_hour=prices,
+        tdp_watts=gpu.tdp_watts,
+    )
+    plan = TrainPlan(
+        gpu=gpu.id,
+        gpus=count,
+        layout=best.layout.label(),
+        step=best.step,
+        memory_gib_per_gpu=best.memory.total_bytes / GIB,
+        cost=cost,
+    )
+    if req.deadline_hours is not None and cost.wall_hours > req.deadline_hours:
+        return None, f"{cost.wall_hours:.1f} h misses the {req.deadline_hours:g} h deadline"
+    return plan, ""
+
+
+def _cost_key(plan: TrainPlan) -> float:
+    return plan.cost.usd_by_price_kind.get("on_demand", float("inf"))
+
+
+def plan_training(req: TrainPlanRequest, catalog: Catalog) -> TrainPlanResult:
+    """Rank GPU × count × layout plans for a training job; InfeasibleError when none fits."""
+    model = model_for_seq_len(get_model(req.model), req.seq_len)
+    job = training_job(req, model)
+    gpu_ids = list(req.gpus) or catalog.gpu_ids()
+    plans: list[TrainPlan] = []
+    rejected: list[tuple[str, str]] = []
+    for gpu_id in gpu_ids:
+        for count in _counts(req.max_gpus):
+            if job.global_batch % count and count > 1:
+                continue
+            plan, why = _plan(req, catalog, gpu_id, count, model, job)
+            if plan is not None:
+                plans.append(plan)
+            else:
+                rejected.append((f"{gpu_id} x{count}", why))
+    if not plans:
+        misses = "; ".join(f"{name}: {why}" for name, why in rejected[:3])
+        raise InfeasibleError(f"no plan fits or meets the deadline ({misses})")
+    key = _cost_key if req.objective == "cost" else (lambda p: p.cost.wall_hours)
+    plans.sort(key=key)
+    return TrainPlanResult(
+        model=model.id, method=job.method, tokens=req.tokens, plans=plans[:PLAN_LIMIT], rejected=rejected
+    )
+
+
+class TrainFitResult(FrozenModel):
+    model: str
+    gpu: str
+    layout: str
+    memory: TrainingMemory
+    usable_gib: float
+    fits: bool
+    step: StepPrediction | None
+
+
+def fit_training(
+    model_id: str, gpu_id: str, job: TrainingJob, layout: TrainingLayout, catalog: Catalog
+) -> TrainFitResult:
+    """Memory breakdown (and step time when it fits) of one training layout."""
+    model = model_for_seq_len(get_model(model_id), job.seq_len)
+    gpu = catalog.get_gpu(gpu_id)
+    check_layout(model, job, layout)
+    memory = training_memory(model, job, layout, micro_batches=micro_batches_per_step(job, layout))
+    usable = usable_memory_bytes(gpu)
+    fits = memory.total_bytes <= usable
+    step = predict_step(model, gpu, job, layout, default_training_calibration()) if fits else None
+    return TrainFitResult(
+        model=model.id,
+        gpu=gpu.id,
+        layout=layout.label(),
+        memory=memory,
+        usable_gib=usable / GIB,
+        fits=fits,
+        step=step,
+    )

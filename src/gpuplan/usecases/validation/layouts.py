@@ -1,0 +1,56 @@
+"""Layouts a validation row describes: its TP/PP/EP when stated, else every TP that divides the
+GPU count and the heads (the source chose it; the caller picks the best), with the row's dtypes,
+engine and memory-utilisation note."""
+
+from __future__ import annotations
+
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.engine_profiles import engines
+from gpuplan.core.perf.layout import Layout
+from gpuplan.usecases.validation.cases import Case
+
+TP_CHOICES = (1, 2, 4, 8)
+"""TP sizes tried when a row does not state its layout (one node)."""
+
+
+def row_engine(case: Case) -> str:
+    name = case.get("framework") or "other"
+    return name if name in engines() else "other"
+
+
+def row_dtype(raw: str, default: str = "bf16") -> str:
+    return raw if raw else default
+
+
+def row_layouts(case: Case, model: ModelSpec) -> list[Layout]:
+    gpus = case.int_field("num_gpus") or 1
+    tp, pp, ep = case.int_field("tp"), case.int_field("pp") or 1, case.int_field("ep") or 1
+    tps = [tp] if tp else [d for d in TP_CHOICES if gpus % d == 0 and _divides_heads(model, d)]
+    layouts = []
+    for t in tps:
+        if gpus % (t * pp):
+            continue
+        layouts.append(
+            Layout(
+                tp=t,
+                pp=pp,
+                ep=ep,
+                replicas=gpus // (t * pp),
+                weight_dtype=row_dtype(case.get("weight_dtype")),
+                kv_dtype=case.get("kv_dtype") or None,
+                engine=row_engine(case),
+                gpu_memory_utilization=_float_or_none(case.note("gpu_memory_utilization")),
+            )
+        )
+    return layouts
+
+
+def _divides_heads(model: ModelSpec, tp: int) -> bool:
+    return model.num_attention_heads is None or model.num_attention_heads % tp == 0
+
+
+def _float_or_none(raw: str | None) -> float | None:
+    try:
+        return float(raw) if raw else None
+    except ValueError:
+        return None

@@ -1,5 +1,0 @@
-"""The web front end: ``create_app()`` builds the FastAPI app that ``gpuplan web`` serves (docs/web.md)."""
-
-from gpuplan.web.app import create_app
-
-__all__ = ["create_app"]
