@@ -24,14 +24,26 @@ from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.summary import summarize
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-HEADER = ("| target req/s | achieved | mean TTFT from schedule ms | p99 TTFT from schedule ms | client send lag "
-          "mean ms | client CPU ms/req | mock lateness mean ms | mock lateness p99 ms | mock CPU ms/req | held |")
+HEADER = (
+    "| target req/s | achieved | mean TTFT from schedule ms | p99 TTFT from schedule ms | client send lag "
+    "mean ms | client CPU ms/req | mock lateness mean ms | mock lateness p99 ms | mock CPU ms/req | held |"
+)
 
 
 def step(url: str, rate: float, seconds: float, workers: int) -> tuple[bool, list[object]]:
     httpx.post(url + "/mock/reset", trust_env=False)
-    cfg = LoadConfig(url=url, model="mock", rate_rps=rate, arrival="constant", duration_s=seconds, warmup_s=1.0,
-                     input_tokens=64, output_tokens=32, request_timeout_s=30.0, workers=workers)
+    cfg = LoadConfig(
+        url=url,
+        model="mock",
+        rate_rps=rate,
+        arrival="constant",
+        duration_s=seconds,
+        warmup_s=1.0,
+        input_tokens=64,
+        output_tokens=32,
+        request_timeout_s=30.0,
+        workers=workers,
+    )
     out = runner.run(cfg, lambda r: None)
     s = summarize("bench", cfg, out.records, out.loop_lag_ms, out.cpu_s, len(out.records))
     stats = httpx.get(url + "/mock/stats", trust_env=False).json()
@@ -39,9 +51,18 @@ def step(url: str, rate: float, seconds: float, workers: int) -> tuple[bool, lis
     mock_cpu = stats["cpu_s"] * 1e3 / max(stats["requests"], 1)
     ttft = s.ttft_from_schedule_ms.mean or float("inf")
     held = abs(s.achieved_rate - rate) <= 0.01 * rate and abs(ttft - 50.0) <= 5.0 and not s.errors
-    return held, [f"{rate:g}", round(s.achieved_rate, 1), round(ttft, 2), round(s.ttft_from_schedule_ms.p99 or 0, 1),
-                  round(s.client.send_lag_ms.mean or 0, 2), round(s.client.cpu_ms_per_request or 0, 3),
-                  round(mock["mean"], 2), round(mock["p99"], 1), round(mock_cpu, 3), "yes" if held else "no"]
+    return held, [
+        f"{rate:g}",
+        round(s.achieved_rate, 1),
+        round(ttft, 2),
+        round(s.ttft_from_schedule_ms.p99 or 0, 1),
+        round(s.client.send_lag_ms.mean or 0, 2),
+        round(s.client.cpu_ms_per_request or 0, 3),
+        round(mock["mean"], 2),
+        round(mock["p99"], 1),
+        round(mock_cpu, 3),
+        "yes" if held else "no",
+    ]
 
 
 def search(url: str, args: argparse.Namespace) -> float:
@@ -67,9 +88,25 @@ def main() -> None:
     parser.add_argument("--resolution", type=float, default=0.05, help="stop when the bracket is this narrow")
     parser.add_argument("--workers", type=int, default=1, help="client processes")
     args = parser.parse_args()
-    proc = subprocess.Popen([sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "50",
-                             "--itl-ms", "10", "--max-concurrency", "100000"], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": SRC})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpuplan",
+            "mock-server",
+            "--port",
+            "0",
+            "--ttft-ms",
+            "50",
+            "--itl-ms",
+            "10",
+            "--max-concurrency",
+            "100000",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
     assert proc.stdout is not None
     url = proc.stdout.readline().split()[-1]
     print(HEADER)
@@ -79,7 +116,9 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
-    print(f"highest rate held: {best:g} req/s (client workers: {args.workers}, load average {os.getloadavg()[0]:.2f})")
+    print(
+        f"highest rate held: {best:g} req/s (client workers: {args.workers}, load average {os.getloadavg()[0]:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -9,12 +9,12 @@ from __future__ import annotations
 import statistics
 import time
 
-from gpuplan.usecases import service
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.recommend.request import SearchSpace, ServingTarget, Sla
 from gpuplan.core.recommend.search import candidate_layouts, search
 from gpuplan.data.calibration import default_calibration
+from gpuplan.usecases import service
 
 REPEATS = 5
 CASES = (

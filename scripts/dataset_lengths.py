@@ -26,7 +26,10 @@ def percentiles(values: np.ndarray) -> list[int]:
     return [int(v) for v in np.rint(np.quantile(values, centres))]
 
 
-COLUMNS = {"input": ("input_length", "tok_input_length"), "reference_output": ("output_length", "tok_output_length")}
+COLUMNS = {
+    "input": ("input_length", "tok_input_length"),
+    "reference_output": ("output_length", "tok_output_length"),
+}
 """Header names accepted for each column (a summary table's, or the MLPerf pickle's own)."""
 
 
@@ -48,7 +51,9 @@ def read_columns(path: Path) -> dict[str, np.ndarray]:
 def main(path: Path) -> None:
     for name, values in read_columns(path).items():
         points = percentiles(values)
-        print(f"# {name}: {len(values)} samples, mean {values.mean():.2f}, percentile-atom mean {np.mean(points):.2f}")
+        print(
+            f"# {name}: {len(values)} samples, mean {values.mean():.2f}, percentile-atom mean {np.mean(points):.2f}"
+        )
         print(f"{name}_tokens_percentiles: {points}")
 
 

@@ -99,7 +99,9 @@ def _pass(inputs: dict[int, torch.Tensor], weights: list[list[torch.Tensor]]) ->
             torch.mm(inputs[w.shape[0]], w)
 
 
-def time_pass(device: torch.device, tokens: int, weights: list[list[torch.Tensor]], dtype: torch.dtype) -> float:
+def time_pass(
+    device: torch.device, tokens: int, weights: list[list[torch.Tensor]], dtype: torch.dtype
+) -> float:
     """Seconds of one pass over every layer's GEMMs at ``tokens`` rows, CUDA-graph replayed on a GPU."""
     widths = {w.shape[0] for layer in weights for w in layer}
     inputs = {k: torch.randn(tokens, k, dtype=dtype, device=device) for k in widths}
@@ -168,7 +170,9 @@ def _table(result: dict[str, Any]) -> str:
         )
     near = [r["kappa"] for r in result["rows"] if r["kappa"] is not None and r["ridge_share"] >= 0.5]
     if near:
-        lines.append(f"kappa near the ridge (min/max >= 0.5): median {statistics.median(near):.2f} over {len(near)}")
+        lines.append(
+            f"kappa near the ridge (min/max >= 0.5): median {statistics.median(near):.2f} over {len(near)}"
+        )
     return "\n".join(lines)
 
 

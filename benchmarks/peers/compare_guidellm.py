@@ -58,11 +58,58 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 GPUPLAN = REPO / ".venv" / "bin" / "gpuplan"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-WORDS = ("time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child", "world",
-         "school", "state", "family", "student", "group", "country", "problem", "hand", "part", "place",
-         "case", "week", "company", "system", "program", "question", "work", "government", "number",
-         "night", "point", "home", "water", "room", "mother", "area", "money", "story", "fact", "month",
-         "lot", "right", "study", "book", "eye", "job", "word", "business", "issue")
+WORDS = (
+    "time",
+    "year",
+    "people",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "company",
+    "system",
+    "program",
+    "question",
+    "work",
+    "government",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+)
 
 # Run by the peer venv's python: a WordLevel tokenizer whose vocabulary covers Faker's lorem words (as
 # written in its sentences: capitalised, with a full stop) and GuideLLM's numeric prompt prefixes.
@@ -137,8 +184,18 @@ class Mock:
     def __init__(self, port: int, ttft_ms: float, itl_ms: float, log: Path) -> None:
         """Start the mock and wait until /health answers."""
         self.url = f"http://127.0.0.1:{port}"
-        cmd = [str(GPUPLAN), "mock-server", "--port", str(port), "--ttft-ms", str(ttft_ms),
-               "--itl-ms", str(itl_ms), "--max-concurrency", "100000"]
+        cmd = [
+            str(GPUPLAN),
+            "mock-server",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            str(ttft_ms),
+            "--itl-ms",
+            str(itl_ms),
+            "--max-concurrency",
+            "100000",
+        ]
         self.log = log.open("w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(300):
@@ -180,7 +237,7 @@ def _proc_table() -> dict[int, tuple[int, float]]:
             stat = Path(entry.path, "stat").read_text()
         except OSError:
             continue
-        rest = stat[stat.rindex(")") + 2:].split()
+        rest = stat[stat.rindex(")") + 2 :].split()
         ticks = sum(int(x) for x in rest[11:15])  # utime, stime, cutime, cstime
         table[int(entry.name)] = (int(rest[1]), ticks / CLK_TCK)
     return table
@@ -251,12 +308,32 @@ def build_tokenizer(cfg: Settings) -> Path:
 
 def gpuplan_cmd(cfg: Settings, load: Load) -> list[str]:
     """``gpuplan bench serve`` for this load, JSON summary on stdout."""
-    mode = (["--rate", f"{load.value:g}", "--arrival", "constant"] if load.kind == "rate"
-            else ["--concurrency", str(int(load.value))])
-    return [str(GPUPLAN), "bench", "serve", "--url", cfg.url, "--model", "mock", *mode,
-            "--duration", f"{cfg.duration:g}", "--input-tokens", str(cfg.input_tokens),
-            "--output-tokens", str(cfg.output_tokens), "--store", f"sqlite:///{cfg.workdir}/store.sqlite",
-            "--no-progress", "--format", "json"]
+    mode = (
+        ["--rate", f"{load.value:g}", "--arrival", "constant"]
+        if load.kind == "rate"
+        else ["--concurrency", str(int(load.value))]
+    )
+    return [
+        str(GPUPLAN),
+        "bench",
+        "serve",
+        "--url",
+        cfg.url,
+        "--model",
+        "mock",
+        *mode,
+        "--duration",
+        f"{cfg.duration:g}",
+        "--input-tokens",
+        str(cfg.input_tokens),
+        "--output-tokens",
+        str(cfg.output_tokens),
+        "--store",
+        f"sqlite:///{cfg.workdir}/store.sqlite",
+        "--no-progress",
+        "--format",
+        "json",
+    ]
 
 
 def write_prompt_file(cfg: Settings, load: Load, path: Path) -> Path:
@@ -273,20 +350,32 @@ def write_prompt_file(cfg: Settings, load: Load, path: Path) -> Path:
 
 def guidellm_scenario(cfg: Settings, load: Load, report: Path) -> dict[str, Any]:
     """GuideLLM 0.8 scenario (``guidellm run -c FILE``) for this load."""
-    profile: dict[str, Any] = ({"kind": "constant", "rate": [load.value]} if load.kind == "rate"
-                               else {"kind": "concurrent", "streams": [int(load.value)]})
-    data = ({"kind": "synthetic_text", "prompt_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens}
-            if cfg.peer_data == "synthetic"
-            else {"kind": "json_file", "path": str(write_prompt_file(cfg, load, report.with_suffix(".jsonl")))})
-    return {"spec": {
-        "backend": {"kind": "openai_http", "target": cfg.url, "model": "mock",
-                    "request_format": "/v1/completions", "stream": True},
-        "profile": profile,
-        "tokenizer": {"kind": "hf_auto", "model": str(cfg.tokenizer)},
-        "data": [data],
-        "constraints": [{"kind": "max_duration", "seconds": cfg.duration}],
-        "outputs": [{"kind": "json", "path": str(report)}],
-    }}
+    profile: dict[str, Any] = (
+        {"kind": "constant", "rate": [load.value]}
+        if load.kind == "rate"
+        else {"kind": "concurrent", "streams": [int(load.value)]}
+    )
+    data = (
+        {"kind": "synthetic_text", "prompt_tokens": cfg.input_tokens, "output_tokens": cfg.output_tokens}
+        if cfg.peer_data == "synthetic"
+        else {"kind": "json_file", "path": str(write_prompt_file(cfg, load, report.with_suffix(".jsonl")))}
+    )
+    return {
+        "spec": {
+            "backend": {
+                "kind": "openai_http",
+                "target": cfg.url,
+                "model": "mock",
+                "request_format": "/v1/completions",
+                "stream": True,
+            },
+            "profile": profile,
+            "tokenizer": {"kind": "hf_auto", "model": str(cfg.tokenizer)},
+            "data": [data],
+            "constraints": [{"kind": "max_duration", "seconds": cfg.duration}],
+            "outputs": [{"kind": "json", "path": str(report)}],
+        }
+    }
 
 
 def guidellm_cmd(cfg: Settings, load: Load, report: Path) -> list[str]:
@@ -300,14 +389,21 @@ def parse_gpuplan(out: dict[str, Any]) -> dict[str, float | None]:
     """Common metric names from a ``bench serve --format json`` summary."""
     return {
         "sent_rps": out["requests_sent"] / out["duration_s"] if out["mode"] == "rate" else None,
-        "tool_rps": out["achieved_rate"], "out_tps": out["output_tokens_per_s"],
-        "ttft_mean": out["ttft_ms"]["mean"], "ttft_p50": out["ttft_ms"]["p50"], "ttft_p99": out["ttft_ms"]["p99"],
+        "tool_rps": out["achieved_rate"],
+        "out_tps": out["output_tokens_per_s"],
+        "ttft_mean": out["ttft_ms"]["mean"],
+        "ttft_p50": out["ttft_ms"]["p50"],
+        "ttft_p99": out["ttft_ms"]["p99"],
         "ttft_sched_mean": out["ttft_from_schedule_ms"]["mean"] if out["mode"] == "rate" else None,
-        "itl_mean": out["tpot_ms"]["mean"], "itl_p99": out["tpot_ms"]["p99"],
-        "e2e_mean": out["e2e_ms"]["mean"], "ok": out["requests_completed"],
-        "errors": out["requests_failed"], "cut": 0,
+        "itl_mean": out["tpot_ms"]["mean"],
+        "itl_p99": out["tpot_ms"]["p99"],
+        "e2e_mean": out["e2e_ms"]["mean"],
+        "ok": out["requests_completed"],
+        "errors": out["requests_failed"],
+        "cut": 0,
         "send_lag_mean": out["client"]["send_lag_ms"]["mean"] if out["mode"] == "rate" else None,
-        "self_cpu_ms": out["client"]["cpu_ms_per_request"], "prompt_tokens": out["input_tokens_mean"],
+        "self_cpu_ms": out["client"]["cpu_ms_per_request"],
+        "prompt_tokens": out["input_tokens_mean"],
     }
 
 
@@ -327,8 +423,11 @@ def _gl_timing(bench: dict[str, Any]) -> tuple[float, list[float], list[float]]:
     recs = [r for kind in ("successful", "errored", "incomplete") for r in bench["requests"][kind] or []]
     started = [r["info"]["timings"] for r in recs if r["info"]["timings"].get("request_start")]
     lags = [(t["request_start"] - t["targeted_start"]) * 1e3 for t in started if t.get("targeted_start")]
-    ttft = [(t["first_token_iteration"] - t["targeted_start"]) * 1e3 for t in started
-            if t.get("targeted_start") and t.get("first_token_iteration")]
+    ttft = [
+        (t["first_token_iteration"] - t["targeted_start"]) * 1e3
+        for t in started
+        if t.get("targeted_start") and t.get("first_token_iteration")
+    ]
     return float(len(started)), lags, ttft
 
 
@@ -344,26 +443,33 @@ def parse_guidellm(report: dict[str, Any], rate_mode: bool) -> dict[str, float |
         "sent_rps": started / bench["duration"] if rate_mode else None,
         "tool_rps": m["requests_per_second"]["successful"]["mean"],
         "out_tps": m["output_tokens_per_second"]["total"]["mean"],
-        "ttft_mean": ttft[0], "ttft_p50": ttft[1], "ttft_p99": ttft[2],
+        "ttft_mean": ttft[0],
+        "ttft_p50": ttft[1],
+        "ttft_p99": ttft[2],
         "ttft_sched_mean": _mean(ttft_sched) if rate_mode else None,
-        "itl_mean": itl[0], "itl_p99": itl[2],
+        "itl_mean": itl[0],
+        "itl_p99": itl[2],
         "gl_tpot_mean": m["time_per_output_token_ms"]["successful"]["mean"],
         "e2e_mean": m["request_latency"]["successful"]["mean"] * 1e3,
-        "ok": totals["successful"], "errors": totals["errored"], "cut": totals["incomplete"],
+        "ok": totals["successful"],
+        "errors": totals["errored"],
+        "cut": totals["incomplete"],
         "send_lag_mean": _mean(lags) if rate_mode else None,
         "prompt_tokens": m["prompt_token_count"]["successful"]["mean"],
     }
 
 
-def run_tool(cmd: list[str], mock: Mock, log: Path, timeout: float,
-             env: dict[str, str] | None = None) -> tuple[int, str, dict[str, float | None]]:
+def run_tool(
+    cmd: list[str], mock: Mock, log: Path, timeout: float, env: dict[str, str] | None = None
+) -> tuple[int, str, dict[str, float | None]]:
     """Run one tool under the CPU sampler (``env`` added to the environment); (exit code, stdout, resources)."""
     mock.reset()
     load_avg = os.getloadavg()[0]
     cpu0 = children_cpu_s()
     with log.open("w") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=log.parent,
-                                env=os.environ | (env or {}))
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=log.parent, env=os.environ | (env or {})
+        )
         sampler = Sampler(proc.pid, mock)
         sampler.start()
         try:
@@ -375,12 +481,20 @@ def run_tool(cmd: list[str], mock: Mock, log: Path, timeout: float,
         sampler.join()
     stats = mock.stats()
     done = max(stats["completed"], 1)
-    return proc.returncode, stdout, {
-        "cpu_total_s": children_cpu_s() - cpu0, "cpu_load_ms": sampler.load_cpu_ms_per_request(),
-        "mock_late_mean": stats["lateness_ms"]["mean"], "mock_late_p99": stats["lateness_ms"]["p99"],
-        "mock_cpu_ms": stats["cpu_s"] * 1e3 / done, "mock_requests": stats["requests"],
-        "mock_prompt_tokens": stats["prompt_tokens"] / done, "load_avg": load_avg,
-    }
+    return (
+        proc.returncode,
+        stdout,
+        {
+            "cpu_total_s": children_cpu_s() - cpu0,
+            "cpu_load_ms": sampler.load_cpu_ms_per_request(),
+            "mock_late_mean": stats["lateness_ms"]["mean"],
+            "mock_late_p99": stats["lateness_ms"]["p99"],
+            "mock_cpu_ms": stats["cpu_s"] * 1e3 / done,
+            "mock_requests": stats["requests"],
+            "mock_prompt_tokens": stats["prompt_tokens"] / done,
+            "load_avg": load_avg,
+        },
+    )
 
 
 def wait_for_quiet(cfg: Settings) -> None:
@@ -403,10 +517,14 @@ def measure(tool: str, load: Load, cfg: Settings, mock: Mock) -> Row:
         return Row(tool, load, parse_gpuplan(json.loads(out)), res)
     report = stem.with_suffix(".json")
     report.unlink(missing_ok=True)
-    rc, out, res = run_tool(guidellm_cmd(cfg, load, report), mock, stem.with_suffix(".log"), timeout, cfg.peer_env)
+    rc, out, res = run_tool(
+        guidellm_cmd(cfg, load, report), mock, stem.with_suffix(".log"), timeout, cfg.peer_env
+    )
     stem.with_suffix(".console.txt").write_text(out)
-    note = " ".join([f"{k}={v}" for k, v in cfg.peer_env.items()] + [f"data={cfg.peer_data}"] * (
-        cfg.peer_data != "synthetic"))
+    note = " ".join(
+        [f"{k}={v}" for k, v in cfg.peer_env.items()]
+        + [f"data={cfg.peer_data}"] * (cfg.peer_data != "synthetic")
+    )
     if rc != 0 or not report.exists():
         return Row(tool, load, {}, res, f"exit {rc} {note}".strip())
     return Row(tool, load, parse_guidellm(json.loads(report.read_text()), load.kind == "rate"), res, note)
@@ -416,22 +534,48 @@ def truth(cfg: Settings, load: Load) -> dict[str, float | None]:
     """What a perfect client reads from the mock at this load."""
     e2e = cfg.ttft_ms + (cfg.output_tokens - 1) * cfg.itl_ms
     rps = load.value if load.kind == "rate" else load.value * 1e3 / e2e
-    return {"sent_rps": load.value if load.kind == "rate" else None, "tool_rps": rps,
-            "out_tps": rps * cfg.output_tokens, "ttft_mean": cfg.ttft_ms, "ttft_p50": cfg.ttft_ms,
-            "ttft_p99": cfg.ttft_ms, "ttft_sched_mean": cfg.ttft_ms if load.kind == "rate" else None,
-            "itl_mean": cfg.itl_ms, "itl_p99": cfg.itl_ms, "e2e_mean": e2e, "errors": 0, "send_lag_mean": 0.0}
+    return {
+        "sent_rps": load.value if load.kind == "rate" else None,
+        "tool_rps": rps,
+        "out_tps": rps * cfg.output_tokens,
+        "ttft_mean": cfg.ttft_ms,
+        "ttft_p50": cfg.ttft_ms,
+        "ttft_p99": cfg.ttft_ms,
+        "ttft_sched_mean": cfg.ttft_ms if load.kind == "rate" else None,
+        "itl_mean": cfg.itl_ms,
+        "itl_p99": cfg.itl_ms,
+        "e2e_mean": e2e,
+        "errors": 0,
+        "send_lag_mean": 0.0,
+    }
 
 
-LATENCY_COLS = [("sent_rps", "sent req/s"), ("tool_rps", "reported req/s"), ("out_tps", "out tok/s"),
-                ("ttft_mean", "TTFT mean"), ("ttft_p50", "TTFT p50"), ("ttft_p99", "TTFT p99"),
-                ("ttft_sched_mean", "TTFT from schedule mean"), ("itl_mean", "ITL/TPOT mean"),
-                ("itl_p99", "ITL/TPOT p99"), ("e2e_mean", "E2E mean"), ("ok", "ok"), ("errors", "errors"),
-                ("cut", "cut at end")]
-RESOURCE_COLS = [("send_lag_mean", "send lag mean ms"), ("cpu_load_ms", "client CPU ms/req under load"),
-                 ("cpu_total_s", "client CPU total s"), ("self_cpu_ms", "self-reported CPU ms/req"),
-                 ("mock_late_mean", "mock lateness mean ms"), ("mock_late_p99", "mock lateness p99 ms"),
-                 ("mock_cpu_ms", "mock CPU ms/req"), ("mock_prompt_tokens", "prompt tokens (mock)"),
-                 ("load_avg", "load avg 1 min")]
+LATENCY_COLS = [
+    ("sent_rps", "sent req/s"),
+    ("tool_rps", "reported req/s"),
+    ("out_tps", "out tok/s"),
+    ("ttft_mean", "TTFT mean"),
+    ("ttft_p50", "TTFT p50"),
+    ("ttft_p99", "TTFT p99"),
+    ("ttft_sched_mean", "TTFT from schedule mean"),
+    ("itl_mean", "ITL/TPOT mean"),
+    ("itl_p99", "ITL/TPOT p99"),
+    ("e2e_mean", "E2E mean"),
+    ("ok", "ok"),
+    ("errors", "errors"),
+    ("cut", "cut at end"),
+]
+RESOURCE_COLS = [
+    ("send_lag_mean", "send lag mean ms"),
+    ("cpu_load_ms", "client CPU ms/req under load"),
+    ("cpu_total_s", "client CPU total s"),
+    ("self_cpu_ms", "self-reported CPU ms/req"),
+    ("mock_late_mean", "mock lateness mean ms"),
+    ("mock_late_p99", "mock lateness p99 ms"),
+    ("mock_cpu_ms", "mock CPU ms/req"),
+    ("mock_prompt_tokens", "prompt tokens (mock)"),
+    ("load_avg", "load avg 1 min"),
+]
 
 
 def fmt(v: float | None) -> str:
@@ -445,14 +589,15 @@ def fmt(v: float | None) -> str:
 
 def table(rows: list[Row], cfg: Settings, cols: list[tuple[str, str]], with_truth: bool) -> str:
     """Markdown table: one line per (load, tool), plus the truth line per load when asked."""
-    lines = ["| load | tool | " + " | ".join(h for _, h in cols) + " |",
-             "|---|---|" + "---:|" * len(cols)]
+    lines = ["| load | tool | " + " | ".join(h for _, h in cols) + " |", "|---|---|" + "---:|" * len(cols)]
     seen: set[Load] = set()
     for row in rows:
         if with_truth and row.load not in seen:
             seen.add(row.load)
             t = truth(cfg, row.load)
-            lines.append(f"| {row.load.label} | **truth** | " + " | ".join(fmt(t.get(k)) for k, _ in cols) + " |")
+            lines.append(
+                f"| {row.load.label} | **truth** | " + " | ".join(fmt(t.get(k)) for k, _ in cols) + " |"
+            )
         vals = row.m | row.res
         name = row.tool + (f" ({row.note})" if row.note else "")
         lines.append(f"| {row.load.label} | {name} | " + " | ".join(fmt(vals.get(k)) for k, _ in cols) + " |")
@@ -463,18 +608,25 @@ def versions(peer: Path) -> str:
     """Tool and interpreter versions, for the header."""
     gl = subprocess.run([str(peer / "bin" / "guidellm"), "--version"], capture_output=True, text=True).stdout
     py = subprocess.run([str(peer / "bin" / "python"), "--version"], capture_output=True, text=True).stdout
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    return (f"{gl.strip()} (peer venv {peer}, {py.strip()}); gpuplan at commit {commit} "
-            f"(Python {platform.python_version()}); {os.cpu_count()} CPUs, {platform.platform()}")
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return (
+        f"{gl.strip()} (peer venv {peer}, {py.strip()}); gpuplan at commit {commit} "
+        f"(Python {platform.python_version()}); {os.cpu_count()} CPUs, {platform.platform()}"
+    )
 
 
 def parse_args() -> argparse.Namespace:
     """Command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peer-venv", type=Path, default=Path(os.environ.get("GUIDELLM_VENV", "/tmp/peervenv")))
-    ap.add_argument("--rates", default="5,20,50,100,200", help="open-loop req/s, comma-separated ('' for none)")
-    ap.add_argument("--concurrency", default="1,16,64", help="closed-loop streams, comma-separated ('' for none)")
+    ap.add_argument(
+        "--rates", default="5,20,50,100,200", help="open-loop req/s, comma-separated ('' for none)"
+    )
+    ap.add_argument(
+        "--concurrency", default="1,16,64", help="closed-loop streams, comma-separated ('' for none)"
+    )
     ap.add_argument("--duration", type=float, default=25.0, help="seconds per run")
     ap.add_argument("--input-tokens", type=int, default=256)
     ap.add_argument("--output-tokens", type=int, default=128)
@@ -482,12 +634,25 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--itl-ms", type=float, default=10.0)
     ap.add_argument("--port", type=int, default=8123)
     ap.add_argument("--tools", default="gpuplan,guidellm", help="which tools, in run order per load")
-    ap.add_argument("--guidellm-env", action="append", default=[], metavar="KEY=VALUE",
-                    help="environment for GuideLLM, e.g. GUIDELLM__MAX_WORKER_PROCESSES=2 (repeatable)")
-    ap.add_argument("--guidellm-data", choices=("synthetic", "file"), default="synthetic",
-                    help="GuideLLM prompts: its synthetic_text generator, or a pre-written JSONL file")
-    ap.add_argument("--quiet-load", type=float, default=0.0,
-                    help="before each run wait until the 1-min load average is below this (0: never wait)")
+    ap.add_argument(
+        "--guidellm-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment for GuideLLM, e.g. GUIDELLM__MAX_WORKER_PROCESSES=2 (repeatable)",
+    )
+    ap.add_argument(
+        "--guidellm-data",
+        choices=("synthetic", "file"),
+        default="synthetic",
+        help="GuideLLM prompts: its synthetic_text generator, or a pre-written JSONL file",
+    )
+    ap.add_argument(
+        "--quiet-load",
+        type=float,
+        default=0.0,
+        help="before each run wait until the 1-min load average is below this (0: never wait)",
+    )
     ap.add_argument("--quiet-wait", type=float, default=300.0, help="longest such wait, s")
     ap.add_argument("--workdir", type=Path, help="logs, reports and the tokenizer (default: a temp dir)")
     ap.add_argument("--json-out", type=Path, help="also write every row as JSON here")
@@ -503,8 +668,10 @@ def loads(args: argparse.Namespace) -> list[Load]:
 def report(rows: list[Row], cfg: Settings, args: argparse.Namespace) -> None:
     """Print both tables (and write the JSON rows when asked)."""
     print(f"Date: {datetime.date.today()}. {versions(cfg.peer)}")
-    print(f"Mock: TTFT {cfg.ttft_ms:g} ms, ITL {cfg.itl_ms:g} ms; {cfg.input_tokens} prompt / "
-          f"{cfg.output_tokens} output tokens; {cfg.duration:g} s per run; work dir {cfg.workdir}\n")
+    print(
+        f"Mock: TTFT {cfg.ttft_ms:g} ms, ITL {cfg.itl_ms:g} ms; {cfg.input_tokens} prompt / "
+        f"{cfg.output_tokens} output tokens; {cfg.duration:g} s per run; work dir {cfg.workdir}\n"
+    )
     print("Latency (ms) and throughput, each tool's own figures:\n")
     print(table(rows, cfg, LATENCY_COLS, with_truth=True))
     print("\nClient and mock resources:\n")
@@ -518,11 +685,20 @@ def main() -> None:
     args = parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cmp_guidellm_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    cfg = Settings(url=f"http://127.0.0.1:{args.port}", duration=args.duration, input_tokens=args.input_tokens,
-                   output_tokens=args.output_tokens, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms,
-                   workdir=workdir.resolve(), peer=args.peer_venv,
-                   peer_env=dict(kv.split("=", 1) for kv in args.guidellm_env), peer_data=args.guidellm_data,
-                   quiet_load=args.quiet_load, quiet_wait_s=args.quiet_wait)
+    cfg = Settings(
+        url=f"http://127.0.0.1:{args.port}",
+        duration=args.duration,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        ttft_ms=args.ttft_ms,
+        itl_ms=args.itl_ms,
+        workdir=workdir.resolve(),
+        peer=args.peer_venv,
+        peer_env=dict(kv.split("=", 1) for kv in args.guidellm_env),
+        peer_data=args.guidellm_data,
+        quiet_load=args.quiet_load,
+        quiet_wait_s=args.quiet_wait,
+    )
     cfg.tokenizer = build_tokenizer(cfg)
     mock = Mock(args.port, args.ttft_ms, args.itl_ms, cfg.workdir / "mock.log")
     rows: list[Row] = []

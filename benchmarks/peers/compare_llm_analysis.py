@@ -15,6 +15,7 @@ llm-analysis is NOT a gpuplan dependency. Run it from a throwaway virtualenv:
 
 Model configs (HF config.json) and GPU specs (YAML) are read from gpuplan's bundled data.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,12 +40,23 @@ CSV = REPO.parent / "shared" / "validation" / "training.csv"
 GPUPLAN = REPO / ".venv" / "bin" / "gpuplan"
 METRICS = ("tokens_per_s_per_gpu", "step_time_s", "tflops_per_gpu", "samples_per_s", "tokens_per_s")
 EFFICIENCY = 0.5  # "roofline at 0.5 efficiency": flops_efficiency and hbm_memory_efficiency
-AC = {"": ActivationRecomputation.NONE, "none": ActivationRecomputation.NONE,
-      "selective": ActivationRecomputation.SELECTIVE, "full": ActivationRecomputation.FULL}
+AC = {
+    "": ActivationRecomputation.NONE,
+    "none": ActivationRecomputation.NONE,
+    "selective": ActivationRecomputation.SELECTIVE,
+    "full": ActivationRecomputation.FULL,
+}
 # Sharding only changes llm-analysis's memory estimate, never its training time.
-ZERO = {"llm-foundry": DSZeRO.STAGE_3, "torchtitan": DSZeRO.STAGE_3, "pytorch-fsdp": DSZeRO.STAGE_3,
-        "nemo-automodel": DSZeRO.STAGE_3, "nemo": DSZeRO.STAGE_1, "megatron-bridge": DSZeRO.STAGE_1,
-        "megatron-core": DSZeRO.STAGE_1, "megatron-lm": DSZeRO.STAGE_1}
+ZERO = {
+    "llm-foundry": DSZeRO.STAGE_3,
+    "torchtitan": DSZeRO.STAGE_3,
+    "pytorch-fsdp": DSZeRO.STAGE_3,
+    "nemo-automodel": DSZeRO.STAGE_3,
+    "nemo": DSZeRO.STAGE_1,
+    "megatron-bridge": DSZeRO.STAGE_1,
+    "megatron-core": DSZeRO.STAGE_1,
+    "megatron-lm": DSZeRO.STAGE_1,
+}
 
 
 @dataclass
@@ -72,7 +84,10 @@ def model_config(hf_id: str, seq_len: int) -> tuple[ModelConfig | None, bool, st
     c: dict[str, Any] = json.loads(model_file(hf_id).read_text())
     if any(k in c for k in ("num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size")):
         return None, False, "MoE"
-    if "mamba" in json.dumps(c.get("hybrid_override_pattern", "")).lower() or c.get("model_type") == "nemotron_h":
+    if (
+        "mamba" in json.dumps(c.get("hybrid_override_pattern", "")).lower()
+        or c.get("model_type") == "nemotron_h"
+    ):
         return None, False, "hybrid Mamba"
     hidden = c.get("hidden_size") or c.get("d_model") or c["n_embd"]
     ffn = c.get("intermediate_size") or c.get("ffn_hidden_size") or hidden * c.get("expansion_ratio", 4)
@@ -81,22 +96,36 @@ def model_config(hf_id: str, seq_len: int) -> tuple[ModelConfig | None, bool, st
     # (Its MLP FLOPs are a fixed 16*b*s*h^2 whatever ffn is.)
     ffn_eff = int(ffn * 1.5) if gated else ffn
     heads = c.get("num_attention_heads") or c["n_heads"]
-    cfg = ModelConfig(name=hf_id, num_layers=c.get("num_hidden_layers") or c["n_layers"], n_head=heads,
-                      hidden_dim=hidden, vocab_size=c["vocab_size"], max_seq_len=seq_len,
-                      num_key_value_heads=c.get("num_key_value_heads") or heads,
-                      ffn_embed_dim=ffn_eff, expansion_ratio=ffn_eff / hidden, model_type=c.get("model_type"))
+    cfg = ModelConfig(
+        name=hf_id,
+        num_layers=c.get("num_hidden_layers") or c["n_layers"],
+        n_head=heads,
+        hidden_dim=hidden,
+        vocab_size=c["vocab_size"],
+        max_seq_len=seq_len,
+        num_key_value_heads=c.get("num_key_value_heads") or heads,
+        ffn_embed_dim=ffn_eff,
+        expansion_ratio=ffn_eff / hidden,
+        model_type=c.get("model_type"),
+    )
     return cfg, gated, None
 
 
 def gpu_config(gpu: str) -> GPUConfig:
-    g: dict[str, Any] = yaml.safe_load((DATA / "data" / "catalog" / "gpus" / f"{gpu.lower()}.yaml").read_text())
+    g: dict[str, Any] = yaml.safe_load(
+        (DATA / "data" / "catalog" / "gpus" / f"{gpu.lower()}.yaml").read_text()
+    )
     ic = g.get("interconnect") or {}
     link: float = ic.get("scale_up_bytes_per_s") or ic.get("pcie_bytes_per_s") or 0.0
-    return GPUConfig(name=gpu, mem_per_GPU_in_GB=g["memory_bytes"] / 1e9,
-                     hbm_bandwidth_in_GB_per_sec=g["memory_bandwidth_bytes_per_s"] / 1e9,
-                     # llm-analysis's own configs use one-way NVLink bandwidth (H100 450 GB/s)
-                     intra_node_bandwidth_in_GB_per_sec=link / 2e9,
-                     intra_node_min_message_latency=8e-6, peak_fp16_TFLOPS=g["dense_tflops"]["bf16"])
+    return GPUConfig(
+        name=gpu,
+        mem_per_GPU_in_GB=g["memory_bytes"] / 1e9,
+        hbm_bandwidth_in_GB_per_sec=g["memory_bandwidth_bytes_per_s"] / 1e9,
+        # llm-analysis's own configs use one-way NVLink bandwidth (H100 450 GB/s)
+        intra_node_bandwidth_in_GB_per_sec=link / 2e9,
+        intra_node_min_message_latency=8e-6,
+        peak_fp16_TFLOPS=g["dense_tflops"]["bf16"],
+    )
 
 
 def _int(s: str) -> int | None:
@@ -126,16 +155,32 @@ def predict(row: dict[str, str], blank_dtype_as_bf16: bool) -> Result:
         if gbs % dp:
             return Result(row, reason="global batch not divisible by dp")
         mbs = gbs // dp
-    la = LLMAnalysis(model, gpu_config(row["gpu"]), DtypeConfig(),
-                     ParallelismConfig(tp_size=tp, pp_size=pp, dp_size=dp),
-                     flops_efficiency=EFFICIENCY, hbm_memory_efficiency=EFFICIENCY)
-    s = la.training(batch_size_per_gpu=mbs, gradient_accumulation_steps=gbs // (mbs * dp), global_batch_size=gbs,
-                    seq_len=seq, activation_recomputation=AC[row["activation_checkpointing"]],
-                    ds_zero=ZERO.get(row["framework"], DSZeRO.NONE), mlp_gated_linear_units=gated)
+    la = LLMAnalysis(
+        model,
+        gpu_config(row["gpu"]),
+        DtypeConfig(),
+        ParallelismConfig(tp_size=tp, pp_size=pp, dp_size=dp),
+        flops_efficiency=EFFICIENCY,
+        hbm_memory_efficiency=EFFICIENCY,
+    )
+    s = la.training(
+        batch_size_per_gpu=mbs,
+        gradient_accumulation_steps=gbs // (mbs * dp),
+        global_batch_size=gbs,
+        seq_len=seq,
+        activation_recomputation=AC[row["activation_checkpointing"]],
+        ds_zero=ZERO.get(row["framework"], DSZeRO.NONE),
+        mlp_gated_linear_units=gated,
+    )
     step = s["latency_per_iter"]
     model_flops = 3 * la.get_num_flops_fwd_total(mbs, seq) * gbs // mbs  # fwd+bwd, no recompute
-    pred = {"step_time_s": step, "samples_per_s": gbs / step, "tokens_per_s": gbs * seq / step,
-            "tokens_per_s_per_gpu": gbs * seq / step / n, "tflops_per_gpu": model_flops / step / n / 1e12}
+    pred = {
+        "step_time_s": step,
+        "samples_per_s": gbs / step,
+        "tokens_per_s": gbs * seq / step,
+        "tokens_per_s_per_gpu": gbs * seq / step / n,
+        "tflops_per_gpu": model_flops / step / n / 1e12,
+    }
     return Result(row, pred=pred[row["metric"]])
 
 
@@ -150,14 +195,20 @@ def main() -> None:
     ap.add_argument("--csv", type=Path, default=CSV)
     ap.add_argument("--gpuplan", type=Path, default=GPUPLAN)
     ap.add_argument("--rows", action="store_true", help="also print one line per covered row")
-    ap.add_argument("--blank-dtype-as-bf16", action="store_true", help="cover rows whose precision is not stated")
+    ap.add_argument(
+        "--blank-dtype-as-bf16", action="store_true", help="cover rows whose precision is not stated"
+    )
     args = ap.parse_args()
     la_logger.setLevel(logging.ERROR)
 
     with open(args.csv) as f:
         rows = [r for r in csv.DictReader(f) if r["quality"] in ("A", "B") and r["metric"] in METRICS]
-    gp_json = subprocess.run([str(args.gpuplan), "validate", str(args.csv), "--format", "json"],
-                             check=True, capture_output=True, text=True).stdout
+    gp_json = subprocess.run(
+        [str(args.gpuplan), "validate", str(args.csv), "--format", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     gp = {r["id"]: r for r in json.loads(gp_json)["rows"]}
     res = [predict(r, args.blank_dtype_as_bf16) for r in rows]
     cov = [x for x in res if x.pred is not None]
@@ -167,32 +218,42 @@ def main() -> None:
 
     share = 100 * len(cov) / len(res)
     print(f"Coverage: llm-analysis expresses {len(cov)} of {len(res)} A+B rows ({share:.0f} %).\n")
-    print("| metric | A+B rows | covered | llm-analysis median APE | llm-analysis MAPE "
-          "| gpuplan median APE (same rows) | gpuplan MAPE (same rows) "
-          "| gpuplan median APE (all rows) | gpuplan MAPE (all rows) |")
+    print(
+        "| metric | A+B rows | covered | llm-analysis median APE | llm-analysis MAPE "
+        "| gpuplan median APE (same rows) | gpuplan MAPE (same rows) "
+        "| gpuplan median APE (all rows) | gpuplan MAPE (all rows) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for m in (*METRICS, "all"):
         rs = [x for x in res if m in ("all", x.row["metric"])]
         cs = [x for x in rs if x.pred is not None]
         if not rs:
             continue
-        print(f"| {m} | {len(rs)} | {len(cs)} | {stats([x.ape for x in cs])} "  # type: ignore[misc]
-              f"| {stats(gp_apes([x.row for x in cs]))} | {stats(gp_apes([x.row for x in rs]))} |")
+        print(
+            f"| {m} | {len(rs)} | {len(cs)} | {stats([x.ape for x in cs])} "  # type: ignore[misc]
+            f"| {stats(gp_apes([x.row for x in cs]))} | {stats(gp_apes([x.row for x in rs]))} |"
+        )
     reasons: dict[str, int] = {}
     for x in res:
         if x.reason:
             reasons[x.reason] = reasons.get(x.reason, 0) + 1
-    print("\nNot covered: " + "; ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])))
+    print(
+        "\nNot covered: " + "; ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    )
     if args.rows:
         print("\n| id | framework | model | gpu | metric | measured | llm-analysis | APE | gpuplan | APE |")
         print("|---|---|---|---|---|---:|---:|---:|---:|---:|")
         for x in cov:
             g, r = gp.get(x.row["id"], {}), x.row
             la_ape, gp_ape = x.ape or 0.0, g.get("ape") or 0.0
-            print(f"| {r['id']} | {r['framework']} | {r['model']} | {r['gpu']} | {r['metric']} | {r['value']} "
-                  f"| {x.pred:.4g} | {100 * la_ape:.0f} % | {g.get('predicted') or 0:.4g} | {100 * gp_ape:.0f} % |")
-    print(f"\nllm-analysis {version('llm-analysis')}, "
-          f"flops_efficiency={EFFICIENCY}, hbm_memory_efficiency={EFFICIENCY}")
+            print(
+                f"| {r['id']} | {r['framework']} | {r['model']} | {r['gpu']} | {r['metric']} | {r['value']} "
+                f"| {x.pred:.4g} | {100 * la_ape:.0f} % | {g.get('predicted') or 0:.4g} | {100 * gp_ape:.0f} % |"
+            )
+    print(
+        f"\nllm-analysis {version('llm-analysis')}, "
+        f"flops_efficiency={EFFICIENCY}, hbm_memory_efficiency={EFFICIENCY}"
+    )
 
 
 if __name__ == "__main__":

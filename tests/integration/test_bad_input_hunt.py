@@ -76,7 +76,9 @@ def test_fit_flags_out_of_range(user_error: UserError, flags: list[str], expecte
     assert expected in user_error("fit", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", *flags)
 
 
-def test_validate_bad_cells_and_grades(user_error: UserError, invoke: Callable[..., object], tmp_path: Path) -> None:
+def test_validate_bad_cells_and_grades(
+    user_error: UserError, invoke: Callable[..., object], tmp_path: Path
+) -> None:
     source = (ROOT / "tests" / "integration" / "data" / "inference_small.csv").read_text(encoding="utf-8")
     header, first, *rest = source.splitlines()
     columns = header.split(",")
@@ -108,14 +110,30 @@ def test_validate_row_conditions_are_skipped_per_row(invoke: Callable[..., objec
 
 
 def test_training_tokens_must_be_finite(user_error: UserError) -> None:
-    line = user_error("train-plan", "--model", "Qwen/Qwen2.5-7B-Instruct", "--seq-len", "2048", "--tokens", "inf")
+    line = user_error(
+        "train-plan", "--model", "Qwen/Qwen2.5-7B-Instruct", "--seq-len", "2048", "--tokens", "inf"
+    )
     assert "--tokens must be a finite number > 0, got inf" in line
 
 
-def test_k8s_render_refuses_names_kubernetes_refuses(user_error: UserError, invoke: Callable[..., object],
-                                                     tmp_path: Path) -> None:
-    run = invoke("recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "512", "--output-tokens",
-                 "128", "--rate", "2", "--gpus", "H100-SXM", "--format", "json")
+def test_k8s_render_refuses_names_kubernetes_refuses(
+    user_error: UserError, invoke: Callable[..., object], tmp_path: Path
+) -> None:
+    run = invoke(
+        "recommend",
+        "--model",
+        "meta-llama/Llama-3.1-8B",
+        "--input-tokens",
+        "512",
+        "--output-tokens",
+        "128",
+        "--rate",
+        "2",
+        "--gpus",
+        "H100-SXM",
+        "--format",
+        "json",
+    )
     rec = _write(tmp_path / "rec.json", run.stdout)  # type: ignore[attr-defined]
     line = user_error("k8s", "render", str(rec), "--max-model-len", "640", "--namespace", "Bad NS")
     assert "--namespace 'Bad NS' is not a Kubernetes name" in line
@@ -148,8 +166,19 @@ def test_fleet_refuses_p99_limits_and_unknown_dtypes(user_error: UserError, tmp_
         (["--rate", "1", "--url", "http://256.256.256.256:80"], "is not a valid URL"),
     ],
 )
-def test_bench_serve_load_out_of_range(user_error: UserError, flags: list[str], expected: str, tmp_path: Path) -> None:
-    base = ["bench", "serve", "--model", "m", "--duration", "1", "--store", f"sqlite:///{tmp_path / 'r.sqlite'}"]
+def test_bench_serve_load_out_of_range(
+    user_error: UserError, flags: list[str], expected: str, tmp_path: Path
+) -> None:
+    base = [
+        "bench",
+        "serve",
+        "--model",
+        "m",
+        "--duration",
+        "1",
+        "--store",
+        f"sqlite:///{tmp_path / 'r.sqlite'}",
+    ]
     if "--url" not in flags:
         base += ["--url", "http://127.0.0.1:9"]
     assert expected in user_error(*base, *flags)
@@ -158,8 +187,11 @@ def test_bench_serve_load_out_of_range(user_error: UserError, flags: list[str], 
 def test_flags_beside_a_scenario_are_refused_not_ignored(user_error: UserError, tmp_path: Path) -> None:
     line = user_error("recommend", "--example", "--model", "meta-llama/Llama-3.1-70B")
     assert "--model would be ignored: a scenario file (or --example) is the whole request" in line
-    scenario = _write(tmp_path / "s.yaml", "model: meta-llama/Llama-3.1-8B\nhardware: {gpu: H100-SXM}\n"
-                      "workload: {input_tokens: 512, output_tokens: 128, concurrency: 8}\n")
+    scenario = _write(
+        tmp_path / "s.yaml",
+        "model: meta-llama/Llama-3.1-8B\nhardware: {gpu: H100-SXM}\n"
+        "workload: {input_tokens: 512, output_tokens: 128, concurrency: 8}\n",
+    )
     assert "--gpu would be ignored" in user_error("fit", "--scenario", str(scenario), "--gpu", "T4")
 
 
@@ -176,8 +208,19 @@ def test_calibrate_labels_must_be_real(user_error: UserError, flags: list[str], 
 
 
 def test_empty_lists_and_bad_inventory(user_error: UserError, tmp_path: Path) -> None:
-    line = user_error("recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "512",
-                      "--output-tokens", "128", "--rate", "1", "--gpus", ",,")
+    line = user_error(
+        "recommend",
+        "--model",
+        "meta-llama/Llama-3.1-8B",
+        "--input-tokens",
+        "512",
+        "--output-tokens",
+        "128",
+        "--rate",
+        "1",
+        "--gpus",
+        ",,",
+    )
     assert "--gpus ',,' names nothing" in line
     fleet = _write(tmp_path / "f.yaml", FLEET % "sla: {tpot_ms: 100}")
     fractional = _write(tmp_path / "inv.json", '{"totals": [{"product": "A10", "available": 2.7}]}')
@@ -189,7 +232,9 @@ def test_empty_lists_and_bad_inventory(user_error: UserError, tmp_path: Path) ->
 
 
 def test_servers_name_the_host_or_port_they_cannot_use(user_error: UserError) -> None:
-    assert "--host '999.1.1.1' does not resolve" in user_error("web", "--host", "999.1.1.1", "--port", "18799")
+    assert "--host '999.1.1.1' does not resolve" in user_error(
+        "web", "--host", "999.1.1.1", "--port", "18799"
+    )
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -198,8 +243,21 @@ def test_servers_name_the_host_or_port_they_cannot_use(user_error: UserError) ->
 
 
 def test_training_recommend_refuses_serving_flags(user_error: UserError) -> None:
-    line = user_error("recommend", "--task", "finetune", "--model", "Qwen/Qwen2.5-7B-Instruct", "--seq-len", "2048",
-                      "--tokens", "1e8", "--rate", "5", "--budget", "10")
+    line = user_error(
+        "recommend",
+        "--task",
+        "finetune",
+        "--model",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "--seq-len",
+        "2048",
+        "--tokens",
+        "1e8",
+        "--rate",
+        "5",
+        "--budget",
+        "10",
+    )
     assert "--rate, --budget would be ignored by --task finetune" in line
 
 

@@ -19,23 +19,59 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 @pytest.fixture
 def mock_url() -> Iterator[str]:
     """A mock OpenAI server (TTFT 5 ms, ITL 1 ms) in its own process for the test's duration."""
-    proc = subprocess.Popen([sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "5",
-                             "--itl-ms", "1"], stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": SRC})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": SRC},
+    )
     try:
         assert proc.stdout is not None
         yield proc.stdout.readline().split()[-1]
     finally:
         proc.terminate()
         proc.wait(10)
-CONTRACT = {"requests_completed", "requests_failed", "achieved_rate", "ttft_ms", "e2e_ms", "itl_ms",
-            "output_tokens_per_s", "errors", "run_id"}
+
+
+CONTRACT = {
+    "requests_completed",
+    "requests_failed",
+    "achieved_rate",
+    "ttft_ms",
+    "e2e_ms",
+    "itl_ms",
+    "output_tokens_per_s",
+    "errors",
+    "run_id",
+}
 
 
 def test_bench_serve_json_contract_and_results_commands(tmp_path: Path, mock_url: str) -> None:
     store = f"sqlite:///{tmp_path / 'r.sqlite'}"
     runner = CliRunner()
-    res = runner.invoke(app, ["bench", "serve", "--url", mock_url, "--model", "m", "--rate", "20", "--duration", "1",
-                              "--input-tokens", "8", "--output-tokens", "4", "--store", store, "--format", "json"])
+    res = runner.invoke(
+        app,
+        [
+            "bench",
+            "serve",
+            "--url",
+            mock_url,
+            "--model",
+            "m",
+            "--rate",
+            "20",
+            "--duration",
+            "1",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "4",
+            "--store",
+            store,
+            "--format",
+            "json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)
     assert set(summary) >= CONTRACT
@@ -45,7 +81,9 @@ def test_bench_serve_json_contract_and_results_commands(tmp_path: Path, mock_url
     assert [r["run_id"] for r in listed] == [summary["run_id"]]
     shown = runner.invoke(app, ["results", "show", summary["run_id"][:10], "--store", store])
     assert shown.exit_code == 0 and "ttft_ms" in shown.stdout
-    exported = runner.invoke(app, ["results", "export", summary["run_id"], "--store", store, "--format", "csv"])
+    exported = runner.invoke(
+        app, ["results", "export", summary["run_id"], "--store", store, "--format", "csv"]
+    )
     assert exported.exit_code == 0 and len(exported.stdout.strip().splitlines()) == 21
     bad = runner.invoke(app, ["results", "export", "nope", "--store", store])
     assert bad.exit_code == 1
@@ -55,22 +93,74 @@ def test_rate_sweep_progress_bar_and_results_compare(tmp_path: Path, mock_url: s
     url = mock_url
     store = f"sqlite:///{tmp_path / 'r.sqlite'}"
     runner = CliRunner()
-    res = runner.invoke(app, ["bench", "serve", "--url", url, "--model", "m", "--rates", "10,20", "--duration",
-                              "0.5", "--input-tokens", "8", "--output-tokens", "3", "--store", store,
-                              "--progress", "--format", "json"])
+    res = runner.invoke(
+        app,
+        [
+            "bench",
+            "serve",
+            "--url",
+            url,
+            "--model",
+            "m",
+            "--rates",
+            "10,20",
+            "--duration",
+            "0.5",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "3",
+            "--store",
+            store,
+            "--progress",
+            "--format",
+            "json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     runs = json.loads(res.stdout)
-    table = runner.invoke(app, ["bench", "serve", "--url", url, "--model", "m", "--rates", "10", "--duration",
-                                "0.5", "--output-tokens", "3", "--store", store, "--no-progress"])
+    table = runner.invoke(
+        app,
+        [
+            "bench",
+            "serve",
+            "--url",
+            url,
+            "--model",
+            "m",
+            "--rates",
+            "10",
+            "--duration",
+            "0.5",
+            "--output-tokens",
+            "3",
+            "--store",
+            store,
+            "--no-progress",
+        ],
+    )
     assert table.exit_code == 0 and "sweep" in table.stdout
     assert [r["requests_completed"] for r in runs] == [5, 10]
     assert [r["target_rate"] for r in runs] == [10.0, 20.0]
-    cmp = runner.invoke(app, ["results", "compare", runs[0]["run_id"], runs[1]["run_id"][:10], "--store", store,
-                              "--format", "json"])
+    cmp = runner.invoke(
+        app,
+        [
+            "results",
+            "compare",
+            runs[0]["run_id"],
+            runs[1]["run_id"][:10],
+            "--store",
+            store,
+            "--format",
+            "json",
+        ],
+    )
     assert cmp.exit_code == 0, cmp.output
     out = json.loads(cmp.stdout)
     assert out["config_diff"]["rate_rps"] == [10.0, 20.0]
     shown = runner.invoke(app, ["results", "compare", runs[0]["run_id"], runs[1]["run_id"], "--store", store])
     assert shown.exit_code == 0 and "achieved_rate" in shown.stdout
-    bad = runner.invoke(app, ["bench", "serve", "--url", url, "--model", "m", "--rates", "1,x", "--store", store])
+    bad = runner.invoke(
+        app, ["bench", "serve", "--url", url, "--model", "m", "--rates", "1,x", "--store", store]
+    )
     assert bad.exit_code == 1

@@ -31,8 +31,12 @@ TTFT_TOL_MS = 2.0
 
 
 def _start_mock(*flags: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", *flags],
-                            stdout=subprocess.PIPE, text=True, env=ENV)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", *flags],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert "listening on" in line, line
@@ -48,8 +52,14 @@ def mock() -> Iterator[str]:
 
 
 def _run(url: str, tmp_path: Path, **kw: object) -> BenchSummary:
-    base: dict[str, object] = {"url": url, "model": "mock", "duration_s": 3.0, "input_tokens": 32,
-                               "output_tokens": 32, "request_timeout_s": 10.0}
+    base: dict[str, object] = {
+        "url": url,
+        "model": "mock",
+        "duration_s": 3.0,
+        "input_tokens": 32,
+        "output_tokens": 32,
+        "request_timeout_s": 10.0,
+    }
     return serve(LoadConfig.model_validate(base | kw), f"sqlite:///{tmp_path / 'r.sqlite'}")
 
 
@@ -88,9 +98,26 @@ def test_poisson_200_rps_holds_the_count(mock: str, tmp_path: Path) -> None:
 
 
 def test_faults_are_recorded_with_their_kind(tmp_path: Path) -> None:
-    proc, url = _start_mock("--ttft-ms", "20", "--itl-ms", "2", "--error-500-rate", "0.1",
-                            "--error-429-rate", "0.1", "--drop-rate", "0.1", "--malformed-rate", "0.1",
-                            "--slow-rate", "0.1", "--slow-first-byte-ms", "5000", "--seed", "7")
+    proc, url = _start_mock(
+        "--ttft-ms",
+        "20",
+        "--itl-ms",
+        "2",
+        "--error-500-rate",
+        "0.1",
+        "--error-429-rate",
+        "0.1",
+        "--drop-rate",
+        "0.1",
+        "--malformed-rate",
+        "0.1",
+        "--slow-rate",
+        "0.1",
+        "--slow-first-byte-ms",
+        "5000",
+        "--seed",
+        "7",
+    )
     try:
         s = _run(url, tmp_path, rate_rps=50.0, duration_s=2.0, output_tokens=8, request_timeout_s=1.0)
     finally:
@@ -103,19 +130,60 @@ def test_faults_are_recorded_with_their_kind(tmp_path: Path) -> None:
 
 
 def test_unreachable_url_is_one_line_exit_4(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "gpuplan", "bench", "serve", "--url", "http://127.0.0.1:9",
-                          "--model", "m", "--rate", "1", "--duration", "1", "--store",
-                          f"sqlite:///{tmp_path / 'r.sqlite'}"], capture_output=True, text=True, env=ENV,
-                         timeout=30)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuplan",
+            "bench",
+            "serve",
+            "--url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--rate",
+            "1",
+            "--duration",
+            "1",
+            "--store",
+            f"sqlite:///{tmp_path / 'r.sqlite'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=30,
+    )
     assert out.returncode == 4
     assert next(ln for ln in out.stderr.splitlines() if ln.strip()).startswith("error: cannot reach")
 
 
 def test_sigkill_loses_no_completed_request_and_resume_completes(mock: str, tmp_path: Path) -> None:
     store_url = f"sqlite:///{tmp_path / 'kill.sqlite'}"
-    cmd = [sys.executable, "-m", "gpuplan", "bench", "serve", "--url", mock, "--model", "m", "--rate", "40",
-           "--arrival", "constant", "--duration", "5", "--input-tokens", "16", "--output-tokens", "8",
-           "--store", store_url, "--format", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpuplan",
+        "bench",
+        "serve",
+        "--url",
+        mock,
+        "--model",
+        "m",
+        "--rate",
+        "40",
+        "--arrival",
+        "constant",
+        "--duration",
+        "5",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--store",
+        store_url,
+        "--format",
+        "json",
+    ]
     before = httpx.get(mock + "/mock/stats").json()["completed"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     deadline = time.monotonic() + 30.0  # a loaded machine may take seconds just to start the client
@@ -138,18 +206,31 @@ def test_sigkill_loses_no_completed_request_and_resume_completes(mock: str, tmp_
 
 
 def test_sharded_workers_hold_the_schedule_and_store_every_record(mock: str, tmp_path: Path) -> None:
-    s = _run(mock, tmp_path, rate_rps=50.0, arrival="constant", duration_s=1.0, output_tokens=4, input_tokens=8,
-             workers=2)
+    s = _run(
+        mock,
+        tmp_path,
+        rate_rps=50.0,
+        arrival="constant",
+        duration_s=1.0,
+        output_tokens=4,
+        input_tokens=8,
+        workers=2,
+    )
     assert s.requests_completed == 50 and not s.errors
     assert abs(s.achieved_rate - 50.0) <= 1.0
     assert s.client.cpu_ms_per_request is not None and s.client.cpu_ms_per_request > 0
-    assert sorted(r.index for r in Store(f"sqlite:///{tmp_path / 'r.sqlite'}").records(s.run_id)) == list(range(50))
+    assert sorted(r.index for r in Store(f"sqlite:///{tmp_path / 'r.sqlite'}").records(s.run_id)) == list(
+        range(50)
+    )
 
 
 def test_trace_replay_with_prompt_file_and_metrics_scrape(mock: str, tmp_path: Path) -> None:
     trace = tmp_path / "trace.csv"
-    trace.write_text("arrival_s,input_tokens,output_tokens\n" + "".join(f"{i * 0.05},{8 + i},{2 + i % 3}\n"
-                                                                       for i in range(10)), encoding="utf-8")
+    trace.write_text(
+        "arrival_s,input_tokens,output_tokens\n"
+        + "".join(f"{i * 0.05},{8 + i},{2 + i % 3}\n" for i in range(10)),
+        encoding="utf-8",
+    )
     s = _run(mock, tmp_path, trace_path=str(trace), duration_s=0.6, metrics_url=mock + "/metrics")
     assert s.mode == "trace" and s.requests_completed == 10 and not s.errors
     assert s.output_tokens_mean == pytest.approx(sum(2 + i % 3 for i in range(10)) / 10)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-FAKE = Path(__file__).resolve().parents[1] / "unit" / "k8s" / "fake_kube.py"
+FAKE = Path(__file__).resolve().parents[1] / "unit" / "adapters" / "k8s" / "fake_kube.py"
 _spec = importlib.util.spec_from_file_location("fake_kube", FAKE)
 assert _spec is not None and _spec.loader is not None
 fake_kube = importlib.util.module_from_spec(_spec)

@@ -16,8 +16,20 @@ MODEL = "meta-llama/Llama-3.1-8B"
 
 def test_train_fit_json_breakdown() -> None:
     result = runner.invoke(
-        app, ["train-fit", "--model", MODEL, "--gpu", "A100-80GB-SXM", "--seq-len", "2048", "--method", "qlora",
-              "--format", "json"]
+        app,
+        [
+            "train-fit",
+            "--model",
+            MODEL,
+            "--gpu",
+            "A100-80GB-SXM",
+            "--seq-len",
+            "2048",
+            "--method",
+            "qlora",
+            "--format",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -35,8 +47,26 @@ def test_train_fit_t4_does_not_fit_full_finetune() -> None:
 
 def test_train_plan_ranks_plans() -> None:
     result = runner.invoke(
-        app, ["train-plan", "--model", MODEL, "--method", "lora", "--tokens", "1e8", "--seq-len", "2048",
-              "--gpus", "H100-SXM", "--max-gpus", "8", "--global-batch", "64", "--format", "json"]
+        app,
+        [
+            "train-plan",
+            "--model",
+            MODEL,
+            "--method",
+            "lora",
+            "--tokens",
+            "1e8",
+            "--seq-len",
+            "2048",
+            "--gpus",
+            "H100-SXM",
+            "--max-gpus",
+            "8",
+            "--global-batch",
+            "64",
+            "--format",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
     plans = json.loads(result.stdout)["plans"]
@@ -45,8 +75,24 @@ def test_train_plan_ranks_plans() -> None:
 
 def test_train_plan_epochs_and_deadline_infeasible() -> None:
     result = runner.invoke(
-        app, ["train-plan", "--model", MODEL, "--epochs", "3", "--samples", "1000000", "--seq-len", "2048",
-              "--gpus", "L4", "--max-gpus", "2", "--deadline-hours", "1"]
+        app,
+        [
+            "train-plan",
+            "--model",
+            MODEL,
+            "--epochs",
+            "3",
+            "--samples",
+            "1000000",
+            "--seq-len",
+            "2048",
+            "--gpus",
+            "L4",
+            "--max-gpus",
+            "2",
+            "--deadline-hours",
+            "1",
+        ],
     )
     assert result.exit_code == 2
     assert "error:" in result.output
@@ -54,8 +100,20 @@ def test_train_plan_epochs_and_deadline_infeasible() -> None:
 
 def test_bad_global_batch_is_one_line_error() -> None:
     result = runner.invoke(
-        app, ["train-fit", "--model", MODEL, "--gpu", "H100-SXM", "--seq-len", "1024", "--dp", "4",
-              "--global-batch", "10"]
+        app,
+        [
+            "train-fit",
+            "--model",
+            MODEL,
+            "--gpu",
+            "H100-SXM",
+            "--seq-len",
+            "1024",
+            "--dp",
+            "4",
+            "--global-batch",
+            "10",
+        ],
     )
     assert result.exit_code == 1
     assert "not divisible" in result.output and result.output.count("\n") <= 2
@@ -63,8 +121,28 @@ def test_bad_global_batch_is_one_line_error() -> None:
 
 def test_recommend_task_finetune_ranks_training_plans() -> None:
     result = runner.invoke(
-        app, ["recommend", "--task", "finetune", "--method", "qlora", "--model", MODEL, "--seq-len", "1024",
-              "--tokens", "1e7", "--gpus", "L4", "--max-gpus", "2", "--global-batch", "8", "--format", "json"]
+        app,
+        [
+            "recommend",
+            "--task",
+            "finetune",
+            "--method",
+            "qlora",
+            "--model",
+            MODEL,
+            "--seq-len",
+            "1024",
+            "--tokens",
+            "1e7",
+            "--gpus",
+            "L4",
+            "--max-gpus",
+            "2",
+            "--global-batch",
+            "8",
+            "--format",
+            "json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -73,8 +151,20 @@ def test_recommend_task_finetune_ranks_training_plans() -> None:
 
 def test_recommend_task_train_rejects_lora() -> None:
     result = runner.invoke(
-        app, ["recommend", "--task", "train", "--method", "lora", "--model", MODEL, "--seq-len", "1024",
-              "--tokens", "1e7"]
+        app,
+        [
+            "recommend",
+            "--task",
+            "train",
+            "--method",
+            "lora",
+            "--model",
+            MODEL,
+            "--seq-len",
+            "1024",
+            "--tokens",
+            "1e7",
+        ],
     )
     assert result.exit_code != 0
     assert "finetune" in result.output
@@ -91,8 +181,27 @@ layout: {dp: 8, micro_batch: 1, checkpointing: full}
 def test_predict_and_fit_accept_a_training_scenario(tmp_path: Path) -> None:
     path = tmp_path / "train.yaml"
     path.write_text(TRAINING_SCENARIO, encoding="utf-8")
-    flags = ["train-fit", "--model", MODEL, "--gpu", "A100-80GB-SXM", "--seq-len", "2048", "--method", "lora",
-             "--lora-rank", "16", "--dp", "8", "--global-batch", "8", "--checkpointing", "full", "--format", "json"]
+    flags = [
+        "train-fit",
+        "--model",
+        MODEL,
+        "--gpu",
+        "A100-80GB-SXM",
+        "--seq-len",
+        "2048",
+        "--method",
+        "lora",
+        "--lora-rank",
+        "16",
+        "--dp",
+        "8",
+        "--global-batch",
+        "8",
+        "--checkpointing",
+        "full",
+        "--format",
+        "json",
+    ]
     expected = json.loads(runner.invoke(app, flags).stdout)
     for command in (["predict", str(path)], ["fit", "--scenario", str(path)]):
         result = runner.invoke(app, [*command, "--format", "json"])
@@ -116,8 +225,24 @@ def test_fit_scenario_for_inference_matches_the_flags(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     by_file = runner.invoke(app, ["fit", "--scenario", str(path), "--format", "json"])
-    by_flags = runner.invoke(app, ["fit", "--model", MODEL, "--gpu", "H100-SXM", "--count", "2", "--dtype", "fp8",
-                                   "--context", "2048", "--format", "json"])
+    by_flags = runner.invoke(
+        app,
+        [
+            "fit",
+            "--model",
+            MODEL,
+            "--gpu",
+            "H100-SXM",
+            "--count",
+            "2",
+            "--dtype",
+            "fp8",
+            "--context",
+            "2048",
+            "--format",
+            "json",
+        ],
+    )
     assert by_file.exit_code == 0, by_file.output
     assert json.loads(by_file.stdout) == json.loads(by_flags.stdout)
 
@@ -129,8 +254,25 @@ def test_fit_without_model_or_scenario_is_a_one_line_error() -> None:
 
 
 def test_train_fit_virtual_stages_halve_the_bubble() -> None:
-    base = ["train-fit", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "H100-SXM", "--seq-len", "4096",
-            "--tp", "8", "--pp", "4", "--global-batch", "8", "--checkpointing", "full", "--format", "json"]
+    base = [
+        "train-fit",
+        "--model",
+        "meta-llama/Llama-3.1-70B",
+        "--gpu",
+        "H100-SXM",
+        "--seq-len",
+        "4096",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--global-batch",
+        "8",
+        "--checkpointing",
+        "full",
+        "--format",
+        "json",
+    ]
     plain = runner.invoke(app, base)
     interleaved = runner.invoke(app, [*base, "--virtual-stages", "2"])
     assert plain.exit_code == 0 and interleaved.exit_code == 0, plain.output + interleaved.output

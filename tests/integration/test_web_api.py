@@ -461,8 +461,25 @@ def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: In
     doc["workload"] = {"input_tokens": 512, "output_tokens": 128, "rate_rps": 8}
     web = client.post("/api/recommend", json=doc)
     assert web.status_code == 200, web.text
-    flags = ["recommend", "--model", doc["model"], "--input-tokens", "512", "--output-tokens", "128", "--rate", "8",
-             "--ttft-p99-ms", "1500", "--tpot-p99-ms", "80", "--gpus", "L4", "--format", "json"]
+    flags = [
+        "recommend",
+        "--model",
+        doc["model"],
+        "--input-tokens",
+        "512",
+        "--output-tokens",
+        "128",
+        "--rate",
+        "8",
+        "--ttft-p99-ms",
+        "1500",
+        "--tpot-p99-ms",
+        "80",
+        "--gpus",
+        "L4",
+        "--format",
+        "json",
+    ]
     cli = json.loads(invoke(*flags).stdout)
     assert web.json()["plans"] == cli["plans"]
     assert all(p["sized_on"] == "p99" for p in cli["plans"])

@@ -117,7 +117,11 @@ def _fill(driver: Any, values: dict[str, str]) -> None:
 def _open(driver: Any, server: str) -> None:
     """Load the page and wait for its first answer (the form's defaults)."""
     driver.get(f"{server}/")
-    _wait(driver, "the first answer", lambda d: d.execute_script("return document.body.dataset.state") == "ready")
+    _wait(
+        driver,
+        "the first answer",
+        lambda d: d.execute_script("return document.body.dataset.state") == "ready",
+    )
 
 
 def _top_row(driver: Any) -> list[str]:
@@ -296,4 +300,3 @@ def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
         return cells
 
     _wait(browser, "the P99 columns", lambda d: "P99 TTFT ms" in header(d) and _top_row(d), timeout_s=60)
-

@@ -51,8 +51,9 @@ def _head_divisors(model: ModelSpec) -> list[int]:
 
 def _per_gpu_bytes(model: ModelSpec, dtype: str, tp: int) -> float:
     """Weights plus one token of KV cache on one GPU."""
-    return (weight_bytes_per_gpu(model, weight_dtype=dtype, tp=tp).total
-            + kv_bytes_per_token_per_gpu(model, kv_dtype="bf16", tp=tp))
+    return weight_bytes_per_gpu(model, weight_dtype=dtype, tp=tp).total + kv_bytes_per_token_per_gpu(
+        model, kv_dtype="bf16", tp=tp
+    )
 
 
 @FAST
@@ -63,8 +64,9 @@ def test_memory_per_gpu_never_rises_with_tp(model_id: str, dtype: str, data: st.
     lo = data.draw(st.sampled_from(divisors), label="tp_lo")
     hi = data.draw(st.sampled_from([d for d in divisors if d >= lo]), label="tp_hi")
     assert _per_gpu_bytes(model, dtype, hi) <= _per_gpu_bytes(model, dtype, lo)
-    assert (kv_bytes_per_token_per_gpu(model, kv_dtype="bf16", tp=hi)
-            <= kv_bytes_per_token_per_gpu(model, kv_dtype="bf16", tp=lo))
+    assert kv_bytes_per_token_per_gpu(model, kv_dtype="bf16", tp=hi) <= kv_bytes_per_token_per_gpu(
+        model, kv_dtype="bf16", tp=lo
+    )
 
 
 @FAST
@@ -76,10 +78,13 @@ def test_memory_per_gpu_never_rises_with_tp(model_id: str, dtype: str, data: st.
     context=st.integers(min_value=1, max_value=65_536),
     factor=st.floats(min_value=1.0, max_value=10.0),
 )
-def test_decode_never_slows_when_bandwidth_rises(model_id: str, gpu_id: str, dtype: str, batch: int,
-                                                 context: int, factor: float) -> None:
+def test_decode_never_slows_when_bandwidth_rises(
+    model_id: str, gpu_id: str, dtype: str, batch: int, context: int, factor: float
+) -> None:
     model, gpu = _model(model_id), _gpu(gpu_id)
-    faster = gpu.model_copy(update={"memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s * factor})
+    faster = gpu.model_copy(
+        update={"memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s * factor}
+    )
     layout = Layout(weight_dtype=dtype)
     cal = default_calibration()
     base = StepModel.build(model, gpu, layout, cal).decode_s(batch=batch, context=context)
@@ -98,28 +103,39 @@ def test_decode_never_slows_when_bandwidth_rises(model_id: str, gpu_id: str, dty
 def test_prefill_time_non_decreasing_in_prompt(model_id: str, gpu_id: str, p1: int, p2: int) -> None:
     lo, hi = sorted((p1, p2))
     step = StepModel.build(_model(model_id), _gpu(gpu_id), Layout(), default_calibration())
-    assert step.prefill_s(tokens=lo, prompt_tokens=lo) <= step.prefill_s(tokens=hi, prompt_tokens=hi) * (1 + 1e-12)
+    assert step.prefill_s(tokens=lo, prompt_tokens=lo) <= step.prefill_s(tokens=hi, prompt_tokens=hi) * (
+        1 + 1e-12
+    )
 
 
 @FAST
-@given(price=st.floats(min_value=0.01, max_value=200.0), n=st.integers(min_value=1, max_value=4096),
-       m=st.integers(min_value=1, max_value=4096))
+@given(
+    price=st.floats(min_value=0.01, max_value=200.0),
+    n=st.integers(min_value=1, max_value=4096),
+    m=st.integers(min_value=1, max_value=4096),
+)
 def test_cloud_cost_linear_in_gpus(price: float, n: int, m: int) -> None:
     one = cloud_usd_per_hour(usd_per_gpu_hour=price, gpus=1)
     assert one == price
     assert cloud_usd_per_hour(usd_per_gpu_hour=price, gpus=n) == pytest.approx(n * one, rel=1e-12)
     assert cloud_usd_per_hour(usd_per_gpu_hour=price, gpus=n + m) == pytest.approx(
-        cloud_usd_per_hour(usd_per_gpu_hour=price, gpus=n) + cloud_usd_per_hour(usd_per_gpu_hour=price, gpus=m),
-        rel=1e-12)
+        cloud_usd_per_hour(usd_per_gpu_hour=price, gpus=n)
+        + cloud_usd_per_hour(usd_per_gpu_hour=price, gpus=m),
+        rel=1e-12,
+    )
 
 
 @FAST
-@given(usd=st.floats(min_value=0.01, max_value=1e4), t1=st.floats(min_value=1e-3, max_value=1e7),
-       t2=st.floats(min_value=1e-3, max_value=1e7))
+@given(
+    usd=st.floats(min_value=0.01, max_value=1e4),
+    t1=st.floats(min_value=1e-3, max_value=1e7),
+    t2=st.floats(min_value=1e-3, max_value=1e7),
+)
 def test_usd_per_million_tokens_decreasing_in_throughput(usd: float, t1: float, t2: float) -> None:
     lo, hi = sorted((t1, t2))
     assume(hi > lo * (1 + 1e-9))
     assert usd_per_million_tokens(usd_per_hour=usd, tokens_per_s=hi) < usd_per_million_tokens(
-        usd_per_hour=usd, tokens_per_s=lo)
+        usd_per_hour=usd, tokens_per_s=lo
+    )
     # And it is exactly the hourly price spread over the hour's tokens.
     assert usd_per_million_tokens(usd_per_hour=usd, tokens_per_s=lo) * lo * 3600 / 1e6 == pytest.approx(usd)

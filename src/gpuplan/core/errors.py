@@ -98,4 +98,3 @@ def first_problem(exc: ValidationError) -> tuple[str, str]:
     """(dotted field path, message) of a pydantic error's first problem, for one-line errors."""
     first = exc.errors()[0]
     return ".".join(str(p) for p in first["loc"]), first["msg"]
-

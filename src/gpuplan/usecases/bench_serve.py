@@ -38,9 +38,16 @@ class Hooks:
 
 def conditions(config: LoadConfig) -> dict[str, Any]:
     """What the numbers depend on besides the config: client host and software."""
-    return {"host": socket.gethostname(), "platform": platform.platform(), "python": sys.version.split()[0],
-            "client": "gpuplan raw HTTP/1.1", "workers": config.workers,
-            "target": config.url, "model": config.model, "api": config.api}
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "client": "gpuplan raw HTTP/1.1",
+        "workers": config.workers,
+        "target": config.url,
+        "model": config.model,
+        "api": config.api,
+    }
 
 
 def preflight(config: LoadConfig) -> None:
@@ -48,8 +55,10 @@ def preflight(config: LoadConfig) -> None:
     try:
         httpx.get(config.url.rstrip("/") + "/v1/models", timeout=5.0, trust_env=False)
     except httpx.HTTPError as exc:
-        raise BenchmarkError(f"cannot reach {config.url}: {type(exc).__name__}: {exc}",
-                             hint="is the server running? try gpuplan mock-server --port 8000") from None
+        raise BenchmarkError(
+            f"cannot reach {config.url}: {type(exc).__name__}: {exc}",
+            hint="is the server running? try gpuplan mock-server --port 8000",
+        ) from None
 
 
 def _expected(config: LoadConfig, skip: set[int]) -> int | None:
@@ -65,14 +74,25 @@ def _open(store: Store, config: LoadConfig | None, resume: str | None) -> tuple[
         info = store.run(resume)
         if info.kind != "serve":
             raise UserInputError(f"run {info.run_id} is a {info.kind} run, not a serve run")
-        return info.run_id, LoadConfig.model_validate(info.config), {r.index for r in store.records(info.run_id)}
+        return (
+            info.run_id,
+            LoadConfig.model_validate(info.config),
+            {r.index for r in store.records(info.run_id)},
+        )
     if config is None:
-        raise UserInputError("give the load (--url, --model, --rate or --concurrency, ...) or --resume RUN_ID")
+        raise UserInputError(
+            "give the load (--url, --model, --rate or --concurrency, ...) or --resume RUN_ID"
+        )
     return uuid.uuid4().hex, config, set()
 
 
-def serve(config: LoadConfig | None, store_url: str | None = None, resume: str | None = None,
-          announce: Callable[[str, str], None] | None = None, hooks: Hooks | None = None) -> BenchSummary:
+def serve(
+    config: LoadConfig | None,
+    store_url: str | None = None,
+    resume: str | None = None,
+    announce: Callable[[str, str], None] | None = None,
+    hooks: Hooks | None = None,
+) -> BenchSummary:
     """Run (or resume) a load test; every record is stored as it completes. Returns the summary."""
     hooks = hooks or Hooks(announce=announce)
     store = Store(store_url)
@@ -97,12 +117,23 @@ def serve(config: LoadConfig | None, store_url: str | None = None, resume: str |
     except KeyboardInterrupt:
         writer.close()
         store.set_status(run_id, "interrupted")
-        raise BenchmarkError("interrupted; completed requests are stored",
-                             hint=f"resume with gpuplan bench serve --resume {run_id}") from None
+        raise BenchmarkError(
+            "interrupted; completed requests are stored",
+            hint=f"resume with gpuplan bench serve --resume {run_id}",
+        ) from None
     writer.close()
-    server = metrics.compare(before, metrics.scrape(config.metrics_url)) if before and config.metrics_url else None
-    summary = summarize(run_id, config, store.records(run_id), outcome.loop_lag_ms, outcome.cpu_s,
-                        len(outcome.records), server)
+    server = (
+        metrics.compare(before, metrics.scrape(config.metrics_url)) if before and config.metrics_url else None
+    )
+    summary = summarize(
+        run_id,
+        config,
+        store.records(run_id),
+        outcome.loop_lag_ms,
+        outcome.cpu_s,
+        len(outcome.records),
+        server,
+    )
     store.finish_run(run_id, "completed", summary.model_dump(mode="json"))
     if summary.requests_completed == 0 and summary.requests_failed > 0:
         errors = ", ".join(f"{kind} x{count}" for kind, count in sorted(summary.errors.items()))
@@ -113,8 +144,9 @@ def serve(config: LoadConfig | None, store_url: str | None = None, resume: str |
     return summary
 
 
-def _tee(first: Callable[[RequestRecord], None],
-         second: Callable[[RequestRecord], None]) -> Callable[[RequestRecord], None]:
+def _tee(
+    first: Callable[[RequestRecord], None], second: Callable[[RequestRecord], None]
+) -> Callable[[RequestRecord], None]:
     def both(record: RequestRecord) -> None:
         first(record)
         second(record)

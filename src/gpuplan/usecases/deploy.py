@@ -55,7 +55,9 @@ def pools_from_file(path: Path, catalog: Catalog, *, max_model_len: int | None) 
     except ValidationError as exc:
         raise FileFormatError(f"{path}: {describe_validation_error(exc)}") from None
     if not pools:
-        raise UserInputError(f"{path}: the plan has no pool to deploy", hint="render a plan with at least one pool")
+        raise UserInputError(
+            f"{path}: the plan has no pool to deploy", hint="render a plan with at least one pool"
+        )
     return pools
 
 

@@ -88,7 +88,9 @@ def owned_units(items: list[InventoryItem], catalog: Catalog) -> dict[str, int]:
 
 def inventory_items(path: Path) -> list[InventoryItem]:
     """Free GPUs of a ``gpuplan k8s inventory --format json`` file as inventory items."""
-    expected = "expected 'gpuplan k8s inventory --format json' output: {\"totals\": [{\"product\", \"available\"}]}"
+    expected = (
+        'expected \'gpuplan k8s inventory --format json\' output: {"totals": [{"product", "available"}]}'
+    )
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         rows = doc["totals"]
@@ -106,9 +108,13 @@ def inventory_items(path: Path) -> list[InventoryItem]:
 def _inventory_item(row: dict[str, object], path: Path, index: int) -> InventoryItem:
     available = row["available"]
     if not isinstance(available, int) or isinstance(available, bool) or available < 0:
-        raise FileFormatError(f"{path}: totals[{index}].available must be a whole number >= 0, got {available!r}")
+        raise FileFormatError(
+            f"{path}: totals[{index}].available must be a whole number >= 0, got {available!r}"
+        )
     mig = row.get("mig_profile")
-    return InventoryItem(gpu=str(row["product"]), mig_profile=None if mig is None else str(mig), count=available)
+    return InventoryItem(
+        gpu=str(row["product"]), mig_profile=None if mig is None else str(mig), count=available
+    )
 
 
 def training_allocations(spec: FleetSpec, catalog: Catalog) -> list[TrainingAllocation]:

@@ -221,7 +221,9 @@ def fit(
         if value is not None and value < 1:
             raise UserInputError(f"{flag} must be a whole number >= 1, got {value}", hint=f"e.g. {flag} 1")
     if utilization is not None and not 0 < utilization <= 1:
-        raise UserInputError(f"--utilization must be in (0, 1], got {utilization}", hint="e.g. --utilization 0.9")
+        raise UserInputError(
+            f"--utilization must be in (0, 1], got {utilization}", hint="e.g. --utilization 0.9"
+        )
     model, gpu = spec or get_model(model_id), catalog.get_gpu(gpu_id)
     sc_tp, replicas = split_gpus(count, tp, pp, field="--count")
     layout = Layout(

@@ -65,7 +65,8 @@ def _check_workload(sc: SimulateScenario) -> None:
         missing = [name for name in ("input_tokens", "output_tokens") if name not in given]
         if missing:
             raise UserInputError(
-                f"workload.{missing[0]} is required", hint="e.g. input_tokens: {value: 1000} (docs/simulator.md)"
+                f"workload.{missing[0]} is required",
+                hint="e.g. input_tokens: {value: 1000} (docs/simulator.md)",
             )
 
 

@@ -21,8 +21,13 @@ DEFAULTS = OwnershipAssumptions()
 
 
 def test_default_assumptions() -> None:
-    assert (DEFAULTS.amortisation_years, DEFAULTS.pue, DEFAULTS.usd_per_kwh, DEFAULTS.utilisation,
-            DEFAULTS.server_overhead) == (3.0, 1.3, 0.12, 0.7, 0.35)
+    assert (
+        DEFAULTS.amortisation_years,
+        DEFAULTS.pue,
+        DEFAULTS.usd_per_kwh,
+        DEFAULTS.utilisation,
+        DEFAULTS.server_overhead,
+    ) == (3.0, 1.3, 0.12, 0.7, 0.35)
 
 
 @pytest.mark.parametrize("gpus", [1, 2, 8, 64])
@@ -60,12 +65,18 @@ def test_owned_cost_by_hand_defaults() -> None:
     capex = 37_125 / 26_280
     expected = capex + 0.07644
     assert expected == pytest.approx(1.489111, rel=1e-6)
-    assert owned_usd_per_hour(purchase_usd=27_500, tdp_watts=700, gpus=1, a=DEFAULTS) == pytest.approx(expected)
-    assert owned_usd_per_hour(purchase_usd=27_500, tdp_watts=700, gpus=8, a=DEFAULTS) == pytest.approx(8 * expected)
+    assert owned_usd_per_hour(purchase_usd=27_500, tdp_watts=700, gpus=1, a=DEFAULTS) == pytest.approx(
+        expected
+    )
+    assert owned_usd_per_hour(purchase_usd=27_500, tdp_watts=700, gpus=8, a=DEFAULTS) == pytest.approx(
+        8 * expected
+    )
 
 
 def test_owned_cost_by_hand_custom_assumptions() -> None:
-    a = OwnershipAssumptions(amortisation_years=5, pue=1.5, usd_per_kwh=0.2, utilisation=0.5, server_overhead=0)
+    a = OwnershipAssumptions(
+        amortisation_years=5, pue=1.5, usd_per_kwh=0.2, utilisation=0.5, server_overhead=0
+    )
     # Capex $10,000 / (5 x 8760 h) = $0.228311/h; power 1.0 kW x 0.5 x 1.5 x $0.2 = $0.15/h.
     expected = 10_000 / 43_800 + 0.15
     assert owned_usd_per_hour(purchase_usd=10_000, tdp_watts=1000, gpus=1, a=a) == pytest.approx(expected)
@@ -90,14 +101,23 @@ def test_break_even_falls_as_cloud_price_rises() -> None:
 def test_break_even_is_inf_when_cloud_is_not_dearer_than_power(cloud: float) -> None:
     # Power costs $0.07644 per calendar hour (700 W at 70 %); the rent saved is 0.7 x cloud, so
     # renting at or below 0.07644 / 0.7 = $0.1092/h never pays for a purchase.
-    assert break_even_months(purchase_usd=27_500, cloud_usd_per_gpu_hour=cloud, tdp_watts=700,
-                             a=DEFAULTS) == math.inf
+    assert (
+        break_even_months(purchase_usd=27_500, cloud_usd_per_gpu_hour=cloud, tdp_watts=700, a=DEFAULTS)
+        == math.inf
+    )
 
 
 @pytest.mark.parametrize(
     "field",
-    [{"amortisation_years": 0}, {"pue": 0.9}, {"utilisation": 0}, {"utilisation": 1.5}, {"usd_per_kwh": -1},
-     {"server_overhead": -0.1}, {"unknown": 1}],
+    [
+        {"amortisation_years": 0},
+        {"pue": 0.9},
+        {"utilisation": 0},
+        {"utilisation": 1.5},
+        {"usd_per_kwh": -1},
+        {"server_overhead": -0.1},
+        {"unknown": 1},
+    ],
 )
 def test_assumptions_validate(field: dict[str, float]) -> None:
     with pytest.raises(ValidationError):

@@ -23,6 +23,7 @@ class _Knobs(FiniteModel):
     flag_or_weight: bool | float = False
     name: str = "a"
 
+
 MESSAGE = "expected a number, got a boolean (true/false)"
 
 
@@ -49,7 +50,14 @@ def test_number_fields_refuse_booleans_by_name(field: str, value: object) -> Non
 
 def test_other_fields_stay_lax() -> None:
     knobs = _Knobs.model_validate(
-        {"rate": 2, "count": None, "chunked": False, "sizes": [1, 2], "pair": ["x", 3], "flag_or_weight": True}
+        {
+            "rate": 2,
+            "count": None,
+            "chunked": False,
+            "sizes": [1, 2],
+            "pair": ["x", 3],
+            "flag_or_weight": True,
+        }
     )
     assert knobs.rate == 2.0 and isinstance(knobs.rate, float)
     assert knobs.sizes == (1, 2) and knobs.chunked is False and knobs.pair == ("x", 3.0)

@@ -167,7 +167,9 @@ def apply_objects(api: Any, objects: Sequence[dict[str, Any]]) -> list[str]:
     """Server-side dry-run of every object, then apply; nothing is applied unless every dry-run passes."""
     for obj in objects:
         object_path(obj)
-    failures: dict[str, list[str]] = {}  # message -> objects: an unreachable server is one line, not one per object
+    failures: dict[
+        str, list[str]
+    ] = {}  # message -> objects: an unreachable server is one line, not one per object
     for obj in objects:
         try:
             _apply_one(api, obj, dry_run=True)
@@ -176,10 +178,12 @@ def apply_objects(api: Any, objects: Sequence[dict[str, Any]]) -> list[str]:
     if failures:
         failed = sum(len(names) for names in failures.values())
         parts = [
-            f"{', '.join(names[:3])}{' …' if len(names) > 3 else ''}: {message}" for message, names in failures.items()
+            f"{', '.join(names[:3])}{' …' if len(names) > 3 else ''}: {message}"
+            for message, names in failures.items()
         ]
         raise ClusterError(
-            f"server-side dry-run rejected {failed} of {len(objects)} objects, nothing applied: " + "; ".join(parts[:3])
+            f"server-side dry-run rejected {failed} of {len(objects)} objects, nothing applied: "
+            + "; ".join(parts[:3])
         )
     applied: list[str] = []
     for obj in objects:

@@ -215,4 +215,6 @@ def assemble(root: ConfigReader, *, model_type: str, fields: Fields) -> ModelSpe
         return ModelSpec(**meta, **fields)
     except ValidationError as exc:
         where, msg = first_problem(exc)
-        raise FileFormatError(f"config.json for {root.model_id}: derived field {where!r} is invalid: {msg}") from None
+        raise FileFormatError(
+            f"config.json for {root.model_id}: derived field {where!r} is invalid: {msg}"
+        ) from None

@@ -78,7 +78,10 @@ def _mamba_state_bytes(r: ConfigReader) -> float:
     cache_dtype = r.text("mamba_ssm_cache_dtype") or "auto"
     ssm_bytes = get_dtype("bf16" if cache_dtype == "auto" else cache_dtype).bytes_per_element
     conv_bytes = get_dtype("bf16").bytes_per_element
-    return inner * r.integer("ssm_state_size") * ssm_bytes + conv * (r.integer("conv_kernel", 4) - 1) * conv_bytes
+    return (
+        inner * r.integer("ssm_state_size") * ssm_bytes
+        + conv * (r.integer("conv_kernel", 4) - 1) * conv_bytes
+    )
 
 
 def _moe(r: ConfigReader, core: Core, n_moe: int) -> tuple[MoeSpec | None, int]:

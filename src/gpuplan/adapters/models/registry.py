@@ -22,10 +22,10 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from gpuplan.core.model import arith
 from gpuplan.adapters.models.hf_config import parse_hf_config
 from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.data import read_bundled_text
 

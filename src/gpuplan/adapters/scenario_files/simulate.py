@@ -1,4 +1,4 @@
-"""Scenario files for ``gpuplan simulate``: the deployment sections of ``gpuplan.adapters.scenario_files.deployment`` plus a
+"""Scenario files for ``gpuplan simulate``: the deployment sections of ``scenario_files.deployment`` plus a
 simulated workload, the engine knobs, an SLO and whether to search the capacity.
 
 Parsing is pure (text in, validated object out); errors name the origin and the YAML line or the

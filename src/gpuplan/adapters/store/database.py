@@ -48,7 +48,8 @@ FLUSH_S = 0.02
 
 metadata = MetaData()
 runs = Table(
-    "runs", metadata,
+    "runs",
+    metadata,
     Column("run_id", String(64), primary_key=True),
     Column("kind", String(32), nullable=False),
     Column("status", String(16), nullable=False),
@@ -60,7 +61,8 @@ runs = Table(
     Column("summary", JSON),
 )
 requests = Table(
-    "requests", metadata,
+    "requests",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", String(64), nullable=False, index=True),
     Column("idx", Integer, nullable=False),
@@ -113,8 +115,10 @@ class Store:
         try:
             self.engine: Engine = create_engine(self.url, future=True)
         except (ArgumentError, NoSuchModuleError, ImportError) as exc:
-            raise UserInputError(f"--store {self.url!r} is not a usable database URL: {exc}",
-                                 hint="sqlite:///path.sqlite or postgresql://user@host/db") from None
+            raise UserInputError(
+                f"--store {self.url!r} is not a usable database URL: {exc}",
+                hint="sqlite:///path.sqlite or postgresql://user@host/db",
+            ) from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
@@ -128,17 +132,29 @@ class Store:
                 hint="point --store at a gpuplan SQLite file or a new path",
             ) from None
 
-    def create_run(self, run_id: str, kind: str, config: dict[str, Any], conditions: dict[str, Any],
-                   tool_version: str) -> None:
+    def create_run(
+        self, run_id: str, kind: str, config: dict[str, Any], conditions: dict[str, Any], tool_version: str
+    ) -> None:
         with self.engine.begin() as conn:
-            conn.execute(insert(runs).values(
-                run_id=run_id, kind=kind, status="running", created_at=datetime.now(UTC),
-                tool_version=tool_version, config=config, conditions=conditions))
+            conn.execute(
+                insert(runs).values(
+                    run_id=run_id,
+                    kind=kind,
+                    status="running",
+                    created_at=datetime.now(UTC),
+                    tool_version=tool_version,
+                    config=config,
+                    conditions=conditions,
+                )
+            )
 
     def finish_run(self, run_id: str, status: str, summary: dict[str, Any] | None) -> None:
         with self.engine.begin() as conn:
-            conn.execute(update(runs).where(runs.c.run_id == run_id).values(
-                status=status, finished_at=datetime.now(UTC), summary=summary))
+            conn.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(status=status, finished_at=datetime.now(UTC), summary=summary)
+            )
 
     def set_status(self, run_id: str, status: str) -> None:
         with self.engine.begin() as conn:
@@ -147,16 +163,28 @@ class Store:
     def add(self, run_id: str, records: list[RequestRecord]) -> None:
         if not records:
             return
-        rows = [{"run_id": run_id, "idx": r.index, "warmup": r.warmup, "error": r.error, "ttft_ms": r.ttft_ms,
-                 "e2e_ms": r.e2e_ms, "data": r.model_dump_json()} for r in records]
+        rows = [
+            {
+                "run_id": run_id,
+                "idx": r.index,
+                "warmup": r.warmup,
+                "error": r.error,
+                "ttft_ms": r.ttft_ms,
+                "e2e_ms": r.e2e_ms,
+                "data": r.model_dump_json(),
+            }
+            for r in records
+        ]
         with self.engine.begin() as conn:
             conn.execute(insert(requests), rows)
 
     def run(self, run_id: str) -> RunInfo:
         found = [r for r in self.runs() if r.run_id == run_id or r.run_id.startswith(run_id)]
         if len(found) != 1:
-            raise UserInputError(f"{'no' if not found else 'more than one'} run matches {run_id!r} in {self.url}",
-                                 hint="see gpuplan results list")
+            raise UserInputError(
+                f"{'no' if not found else 'more than one'} run matches {run_id!r} in {self.url}",
+                hint="see gpuplan results list",
+            )
         return found[0]
 
     def runs(self) -> list[RunInfo]:
@@ -169,8 +197,13 @@ class Store:
 
     def records(self, run_id: str) -> list[RequestRecord]:
         with self.engine.connect() as conn:
-            rows = conn.execute(select(requests.c.data).where(requests.c.run_id == run_id)
-                                .order_by(requests.c.id)).scalars().all()
+            rows = (
+                conn.execute(
+                    select(requests.c.data).where(requests.c.run_id == run_id).order_by(requests.c.id)
+                )
+                .scalars()
+                .all()
+            )
         return [RequestRecord.model_validate_json(data) for data in rows]
 
 

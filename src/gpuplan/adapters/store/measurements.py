@@ -15,7 +15,8 @@ from sqlalchemy import Column, Float, Integer, String, Table, Text, insert, sele
 from gpuplan.adapters.store.database import Store, metadata
 
 measurements = Table(
-    "measurements", metadata,
+    "measurements",
+    metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", String(64), nullable=False, index=True),
     Column("kind", String(32), nullable=False),
@@ -34,8 +35,15 @@ def ensure_table(store: Store) -> None:
 
 def add_measurement(store: Store, run_id: str, row: dict[str, Any]) -> None:
     """Commit one measurement (``kind``, ``name``, ``status``, ``value``, ``unit`` + anything else)."""
-    values = {"run_id": run_id, "kind": row["kind"], "name": row["name"], "status": row["status"],
-              "value": row.get("value"), "unit": row.get("unit"), "data": json.dumps(row, default=str)}
+    values = {
+        "run_id": run_id,
+        "kind": row["kind"],
+        "name": row["name"],
+        "status": row["status"],
+        "value": row.get("value"),
+        "unit": row.get("unit"),
+        "data": json.dumps(row, default=str),
+    }
     with store.engine.begin() as conn:
         conn.execute(insert(measurements).values(**values))
 
@@ -44,6 +52,11 @@ def run_measurements(store: Store, run_id: str) -> list[dict[str, Any]]:
     """Every measurement of a run, in the order it was taken (full rows, as written)."""
     ensure_table(store)
     with store.engine.connect() as conn:
-        rows = conn.execute(select(measurements.c.data).where(measurements.c.run_id == run_id)
-                            .order_by(measurements.c.id)).scalars().all()
+        rows = (
+            conn.execute(
+                select(measurements.c.data).where(measurements.c.run_id == run_id).order_by(measurements.c.id)
+            )
+            .scalars()
+            .all()
+        )
     return [json.loads(data) for data in rows]

@@ -368,8 +368,12 @@ def _prompt_budget(step: StepModel, w: InferenceWorkload, running: float) -> _Bu
     chunk = min(float(step.chunk_tokens), running * w.input_tokens)
     decoding = min(running, max(chunk * max(w.output_tokens - 1, 0) / w.input_tokens, 1.0))
     context = _mean_context(w)
-    full_step_s = step.step_s(batch=decoding, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens)
-    longest_s = step.step_s(batch=running, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens)
+    full_step_s = step.step_s(
+        batch=decoding, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens
+    )
+    longest_s = step.step_s(
+        batch=running, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens
+    )
     return _Budget(chunk / w.input_tokens / full_step_s, full_step_s, longest_s)
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core.model import arith
 from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import (
     EngineProfile,

@@ -30,10 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from gpuplan.core.model import arith
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, get_engine
 from gpuplan.core.perf.layout import Layout
@@ -255,7 +255,9 @@ class StepModel:
         key = ("lone", prompt_tokens)
         if key not in self._memo:
             full, rest = divmod(prompt_tokens, max(self.chunk_tokens, 1))
-            time_s = full * self.prefill_s(tokens=self.chunk_tokens, prompt_tokens=prompt_tokens) if full else 0.0
+            time_s = (
+                full * self.prefill_s(tokens=self.chunk_tokens, prompt_tokens=prompt_tokens) if full else 0.0
+            )
             rest_s = self.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0
             self._memo[key] = time_s + rest_s
         return self._memo[key]

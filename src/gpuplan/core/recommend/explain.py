@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuplan.core.model import arith
 from gpuplan.core.cost import OwnershipAssumptions, break_even_months
+from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import weight_bytes_per_gpu
 from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace, ServingTarget, Sla

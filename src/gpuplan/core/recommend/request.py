@@ -71,7 +71,9 @@ class GpuOffer(FrozenModel):
     gpu: GpuSpec
     usd_per_gpu_hour: float | None = Field(default=None, gt=0)
     price_source: str = ""
-    price_kind: str = Field(default="on_demand", description="catalog price kind: on_demand, spot, reserved_1y …")
+    price_kind: str = Field(
+        default="on_demand", description="catalog price kind: on_demand, spot, reserved_1y …"
+    )
     purchase_usd: float | None = Field(default=None, gt=0)
 
 

@@ -136,7 +136,9 @@ def _resize(
     if not found.feasible or found.rate_rps <= 0:
         reason = (found.reason or "P99 limits missed").replace("infeasible even at rate -> 0: ", "")
         return Miss(
-            Rejection(gpu=plan.gpu, kind="latency", reason=f"{reason} even at a trickle of requests ({label})"),
+            Rejection(
+                gpu=plan.gpu, kind="latency", reason=f"{reason} even at a trickle of requests ({label})"
+            ),
             LATENCY_MISS,
         )
     rate = target.rate_rps or 0.0

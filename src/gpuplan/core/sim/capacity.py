@@ -122,9 +122,7 @@ def violation(summary: SimSummary, slo: Slo, offered_rps: float) -> str | None:
     if summary.truncated:
         return summary.truncated
     if summary.rejected:
-        return (
-            f"{summary.rejected} requests rejected: longer than max_model_len or than the whole KV pool"
-        )
+        return f"{summary.rejected} requests rejected: longer than max_model_len or than the whole KV pool"
     if summary.completed < summary.requests:
         return f"{summary.requests - summary.completed} requests did not complete"
     checks = (

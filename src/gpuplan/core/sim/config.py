@@ -35,7 +35,10 @@ class SimConfig(FiniteModel):
     block_size_tokens: int | None = Field(default=None, ge=1, le=4096)
     chunked_prefill: bool = True
     prefix_cache_hit_rate: float = Field(
-        default=0.0, ge=0.0, le=1.0, description="share of prompt tokens found cached; at least 1 token is computed"
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="share of prompt tokens found cached; at least 1 token is computed",
     )
     preemption: Literal["recompute", "swap"] = "recompute"
     kv_reservation: Literal["full", "current"] | None = Field(

@@ -58,7 +58,9 @@ class SimSummary(FrozenModel):
     goodput_requests_per_s: float | None
     slo_attainment: float | None
     mean_batch: float | None = Field(description="step-time-weighted decoding batch; None without a timeline")
-    kv_utilization_mean: float | None = Field(description="share of the KV pool in use; None without a timeline")
+    kv_utilization_mean: float | None = Field(
+        description="share of the KV pool in use; None without a timeline"
+    )
     kv_utilization_max: float | None
     preemptions: int
     mean_in_system: float
@@ -171,5 +173,9 @@ def _step_arrays(
     rejoined = _joined(result, "rejoin_t_s") > start
     gaps = np.concatenate([_joined(result, "gap_s")[keep], _joined(result, "rejoin_gap_s")[rejoined]])
     weights = np.concatenate([_joined(result, "gap_n")[keep], np.ones(int(rejoined.sum()))])
-    steps = (_joined(result, "dt_s")[keep], _joined(result, "decode")[keep], _joined(result, "kv_fraction")[keep])
+    steps = (
+        _joined(result, "dt_s")[keep],
+        _joined(result, "decode")[keep],
+        _joined(result, "kv_fraction")[keep],
+    )
     return (*steps, gaps, weights)

@@ -273,7 +273,9 @@ class Replica:
             budget -= take
         b, lim = self.book, self.lim
         admit = not self._preempted
-        while admit and budget > 0 and self.waiting and len(self.running) + len(self.prefilling) < lim.max_seqs:
+        while (
+            admit and budget > 0 and self.waiting and len(self.running) + len(self.prefilling) < lim.max_seqs
+        ):
             rid = self.waiting[0]
             tokens = self._tokens(rid)
             need = self._slots(tokens)

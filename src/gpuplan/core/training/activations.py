@@ -54,7 +54,9 @@ def _mean_mlp(model: ModelSpec, dense: float, per_expert: float, shared: float) 
     if model.moe is None:
         return dense
     n_moe = model.moe.num_moe_layers
-    return ((model.moe.top_k * per_expert + shared) * n_moe + dense * (model.num_layers - n_moe)) / model.num_layers
+    return (
+        (model.moe.top_k * per_expert + shared) * n_moe + dense * (model.num_layers - n_moe)
+    ) / model.num_layers
 
 
 def activation_bytes_per_token_layer(model: ModelSpec) -> float:
@@ -97,7 +99,11 @@ def in_flight_stage_micro_batches(layout: TrainingLayout, micro_batches: int) ->
 
 
 def activations_bytes(
-    model: ModelSpec, job: TrainingJob, layout: TrainingLayout, *, micro_batches: int,
+    model: ModelSpec,
+    job: TrainingJob,
+    layout: TrainingLayout,
+    *,
+    micro_batches: int,
     policy: SelectivePolicy = "korthikanti",
 ) -> float:
     """Activation bytes on the first pipeline stage at the peak (module docstring)."""
@@ -117,7 +123,9 @@ def activations_bytes(
     return kept_on_gpu + BACKWARD_WORKING_SET * per_layer
 
 
-def logits_bytes(model: ModelSpec, job: TrainingJob, layout: TrainingLayout, kind: LogitsKind = "full") -> float:
+def logits_bytes(
+    model: ModelSpec, job: TrainingJob, layout: TrainingLayout, kind: LogitsKind = "full"
+) -> float:
     """Loss-side bytes of the last stage: (tokens × vocab / tp) elements at ``LOGIT_BYTES[kind]``."""
     tokens = layout.micro_batch * job.seq_len / layout.cp
     return LOGIT_BYTES[kind] * tokens * model.vocab_size / layout.tp

@@ -59,20 +59,32 @@ EIGHT_BIT_STATE_BYTES = 2.0 * (1 + 4 / 256)
 """bitsandbytes 8-bit Adam: m and v as uint8 with an fp32 absmax per 256-value block (Dettmers et al.
 2022, "8-bit Optimizers via Block-wise Quantization", §2; https://github.com/bitsandbytes-foundation/
 bitsandbytes/blob/main/bitsandbytes/optim/optimizer.py, ``Optimizer8bit`` block size 256)."""
-OPTIMIZER_BYTES_MIXED = {"adamw": 12.0, "adamw_8bit": 4.0 + EIGHT_BIT_STATE_BYTES,
-                         "paged_adamw_8bit": 4.0 + EIGHT_BIT_STATE_BYTES, "sgd": 8.0}
+OPTIMIZER_BYTES_MIXED = {
+    "adamw": 12.0,
+    "adamw_8bit": 4.0 + EIGHT_BIT_STATE_BYTES,
+    "paged_adamw_8bit": 4.0 + EIGHT_BIT_STATE_BYTES,
+    "sgd": 8.0,
+}
 """Per trainable param with fp32 master weights: AdamW master+m+v 4+4+4; 8-bit Adam master 4 +
 m,v ≈ 1+1; SGD with momentum master 4 + momentum 4."""
-OPTIMIZER_BYTES_PURE = {"adamw": 4.0, "adamw_8bit": EIGHT_BIT_STATE_BYTES,
-                        "paged_adamw_8bit": EIGHT_BIT_STATE_BYTES, "sgd": 2.0}
+OPTIMIZER_BYTES_PURE = {
+    "adamw": 4.0,
+    "adamw_8bit": EIGHT_BIT_STATE_BYTES,
+    "paged_adamw_8bit": EIGHT_BIT_STATE_BYTES,
+    "sgd": 2.0,
+}
 """Pure-bf16 training without master weights (torchtune ``dtype: bf16``): AdamW m, v in bf16."""
 PAGED_OPTIMIZERS = frozenset({"paged_adamw_8bit"})
 """States in CUDA managed memory (cudaMallocManaged), evicted to host under pressure and invisible
 to torch.cuda memory stats: https://huggingface.co/docs/bitsandbytes/main/en/explanations/optimizers#paged-optimizers."""
 ADAPTER_BYTES = 16.0
 """LoRA adapters train in fp32 (PEFT's default): weights 4 + grads 4 + AdamW m, v 8 = 16 bytes per param."""
-ADAPTER_OPTIMIZER_BYTES = {"adamw": 8.0, "adamw_8bit": EIGHT_BIT_STATE_BYTES,
-                           "paged_adamw_8bit": EIGHT_BIT_STATE_BYTES, "sgd": 4.0}
+ADAPTER_OPTIMIZER_BYTES = {
+    "adamw": 8.0,
+    "adamw_8bit": EIGHT_BIT_STATE_BYTES,
+    "paged_adamw_8bit": EIGHT_BIT_STATE_BYTES,
+    "sgd": 4.0,
+}
 """Optimizer state per fp32 adapter parameter (no master copy: the adapters are fp32 already)."""
 CONTEXT_BYTES = 0.5 * GIB
 """CUDA context, cuBLAS/cuDNN workspaces outside the caching allocator (PyTorch ~0.3-0.6 GiB)."""
@@ -157,7 +169,12 @@ def _fsdp_extra_bytes(model: ModelSpec, job: TrainingJob, layout: TrainingLayout
     if layout.pp > 1:
         dense, routed = shard_params(model, tp=layout.tp, pp=layout.pp, ep=layout.ep)
         return (dense + routed) * (SIXTEEN_BIT_BYTES + FP32_BYTES)
-    return FSDP_PREFETCH_LAYERS * param_split(model).per_layer_dense / layout.tp * (SIXTEEN_BIT_BYTES + FP32_BYTES)
+    return (
+        FSDP_PREFETCH_LAYERS
+        * param_split(model).per_layer_dense
+        / layout.tp
+        * (SIXTEEN_BIT_BYTES + FP32_BYTES)
+    )
 
 
 def _largest_grad_bytes(model: ModelSpec, layout: TrainingLayout) -> float:
@@ -165,7 +182,9 @@ def _largest_grad_bytes(model: ModelSpec, layout: TrainingLayout) -> float:
     return SIXTEEN_BIT_BYTES * model.vocab_size * model.hidden_size / layout.tp
 
 
-def _live_bytes(parts: dict[str, float], job: TrainingJob, layout: TrainingLayout, micro_batches: int) -> float:
+def _live_bytes(
+    parts: dict[str, float], job: TrainingJob, layout: TrainingLayout, micro_batches: int
+) -> float:
     persistent = parts["weights"] + parts["optimizer"] + parts["fsdp"]
     transient = parts["acts"] + parts["logits"]
     if job.optimizer_in_backward and not job.is_adapter:
@@ -184,7 +203,12 @@ def _overhead(live: float, layout: TrainingLayout, counting: Counting) -> float:
 
 
 def training_memory(
-    model: ModelSpec, job: TrainingJob, layout: TrainingLayout, *, micro_batches: int = 1, pure_bf16: bool = False,
+    model: ModelSpec,
+    job: TrainingJob,
+    layout: TrainingLayout,
+    *,
+    micro_batches: int = 1,
+    pure_bf16: bool = False,
     options: MemoryOptions | None = None,
 ) -> TrainingMemory:
     """Peak bytes on one GPU for ``job`` under ``layout`` (module docstring gives the formulas)."""
@@ -197,7 +221,9 @@ def training_memory(
         "grads": grads,
         "optimizer": optimizer,
         "fsdp": _fsdp_extra_bytes(model, job, layout),
-        "acts": activations_bytes(model, job, layout, micro_batches=micro_batches, policy=opts.selective_policy),
+        "acts": activations_bytes(
+            model, job, layout, micro_batches=micro_batches, policy=opts.selective_policy
+        ),
         "logits": logits_bytes(model, job, layout, opts.logits),
         "grad_in_bwd": _largest_grad_bytes(model, layout),
     }

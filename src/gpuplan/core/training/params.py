@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from gpuplan.core.model import arith
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.training.spec import LoraTargets
 

@@ -1,9 +1,9 @@
 """Time, GPU-hours, cost and energy to train a token budget on one plan (pure arithmetic).
 
-    wall_s      = tokens / tokens_per_s
-    gpu_hours   = wall_s / 3600 × gpus
-    usd         = gpu_hours × usd_per_gpu_hour           (per price kind)
-    energy_kwh  = gpu_hours × TDP_kW × utilisation × PUE  (cost.py defaults, facility included)
+wall_s      = tokens / tokens_per_s
+gpu_hours   = wall_s / 3600 × gpus
+usd         = gpu_hours × usd_per_gpu_hour           (per price kind)
+energy_kwh  = gpu_hours × TDP_kW × utilisation × PUE  (cost.py defaults, facility included)
 """
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ class TrainingCost(FrozenModel):
 
 
 def training_cost(
-    *, tokens: float, tokens_per_s: float, gpus: int, usd_per_gpu_hour: dict[str, float], tdp_watts: float | None
+    *,
+    tokens: float,
+    tokens_per_s: float,
+    gpus: int,
+    usd_per_gpu_hour: dict[str, float],
+    tdp_watts: float | None,
 ) -> TrainingCost:
     """Wall time, GPU-hours, dollars per price kind and energy to train ``tokens`` tokens."""
     wall_h = tokens / tokens_per_s / S_PER_HOUR

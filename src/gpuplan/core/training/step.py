@@ -1,15 +1,15 @@
 """Step time of one optimizer step: compute at calibrated efficiency, pipeline bubble, communication.
 
-    t_compute = F_gemm / (P_dtype · η[family:dtype] · h/(h + h½)) + F_attn / (P_bf16 · η[family:bf16] · η_attn)
-                (each GEMM pass also bounded below by streaming the weights from HBM)
-    t_pipe    = t_compute · (1 + (p − 1)/(v·m))      1F1B bubble (p−1)/(m+p−1) of the step; interleaving
-                                                    v chunks per rank divides it by v (Narayanan 2021 §2.2)
-    t_dp      = ZeRO-0/1/2: reduce-scatter + all-gather of bf16 grads/params (= one all-reduce);
-                ZeRO-3/FSDP: 2 all-gathers + 1 reduce-scatter per micro-batch; exposed beyond dp_overlap·t
-    t_mp      = TP 4 all-reduces per layer per micro-batch (6 with full recompute), CP ring KV exchange,
-                EP 4 all-to-alls per MoE layer, PP sends; (1 − tp_overlap) of it is exposed
-    t_opt     = optimizer update streaming 32 bytes per local trainable parameter from HBM
-    step      = t_pipe + exposed t_dp + exposed t_mp + t_opt (+ QLoRA dequantisation passes)
+t_compute = F_gemm / (P_dtype · η[family:dtype] · h/(h + h½)) + F_attn / (P_bf16 · η[family:bf16] · η_attn)
+            (each GEMM pass also bounded below by streaming the weights from HBM)
+t_pipe    = t_compute · (1 + (p − 1)/(v·m))      1F1B bubble (p−1)/(m+p−1) of the step; interleaving
+                                                v chunks per rank divides it by v (Narayanan 2021 §2.2)
+t_dp      = ZeRO-0/1/2: reduce-scatter + all-gather of bf16 grads/params (= one all-reduce);
+            ZeRO-3/FSDP: 2 all-gathers + 1 reduce-scatter per micro-batch; exposed beyond dp_overlap·t
+t_mp      = TP 4 all-reduces per layer per micro-batch (6 with full recompute), CP ring KV exchange,
+            EP 4 all-to-alls per MoE layer, PP sends; (1 − tp_overlap) of it is exposed
+t_opt     = optimizer update streaming 32 bytes per local trainable parameter from HBM
+step      = t_pipe + exposed t_dp + exposed t_mp + t_opt (+ QLoRA dequantisation passes)
 """
 
 from __future__ import annotations
@@ -91,7 +91,9 @@ def _mfu_key(ctx: _Ctx, path: str) -> str:
 def compute_s(ctx: _Ctx) -> float:
     """GEMM + attention time of all micro-batches on one GPU (no bubble)."""
     job, lay, gpu, cal = ctx.job, ctx.layout, ctx.gpu, ctx.cal
-    flops = executed_flops_per_token(ctx.model, job.seq_len, method=job.method, checkpointing=lay.checkpointing)
+    flops = executed_flops_per_token(
+        ctx.model, job.seq_len, method=job.method, checkpointing=lay.checkpointing
+    )
     tokens = ctx.tokens_per_micro * ctx.micro_batches
     shards = lay.tp * lay.pp
     peak, path = _peak(gpu, job.dtype)
@@ -104,7 +106,9 @@ def compute_s(ctx: _Ctx) -> float:
     gemm_s = tokens * flops.gemm / shards / gemm_rate
     passes = flops.gemm / max(forward_flops_per_token(ctx.model, job.seq_len).gemm, 1.0)
     weights = sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep)) * SIXTEEN_BIT_BYTES
-    stream_s = ctx.micro_batches * passes * weights / (gpu.memory_bandwidth_bytes_per_s * WEIGHT_STREAM_EFFICIENCY)
+    stream_s = (
+        ctx.micro_batches * passes * weights / (gpu.memory_bandwidth_bytes_per_s * WEIGHT_STREAM_EFFICIENCY)
+    )
     return max(gemm_s, stream_s) + tokens * flops.attention / shards / attn_rate
 
 
@@ -134,8 +138,11 @@ def _mp_comm_s(ctx: _Ctx) -> float:
     layers = model.num_layers / lay.pp
     act = ctx.tokens_per_micro * model.hidden_size * SIXTEEN_BIT_BYTES
     recompute = 1.5 if lay.checkpointing == "full" else 1.0
-    tp_s = TP_COLLECTIVES_PER_LAYER * recompute * layers * comm.allreduce_s(
-        act, lay.tp, comm.group_link(ctx.gpu, lay.tp, cal)
+    tp_s = (
+        TP_COLLECTIVES_PER_LAYER
+        * recompute
+        * layers
+        * comm.allreduce_s(act, lay.tp, comm.group_link(ctx.gpu, lay.tp, cal))
     )
     _, kv = widths(model)
     kv_bytes = ctx.tokens_per_micro * 2 * kv * SIXTEEN_BIT_BYTES
@@ -145,8 +152,11 @@ def _mp_comm_s(ctx: _Ctx) -> float:
     if model.moe is not None and lay.ep > 1:
         moe_layers = model.moe.num_moe_layers / lay.pp
         ep_link = comm.group_link(ctx.gpu, lay.tp * lay.cp * lay.ep, cal)
-        ep_s = EP_ALLTOALLS_PER_LAYER * recompute * moe_layers * comm.alltoall_s(
-            act / lay.tp * model.moe.top_k, lay.ep, ep_link
+        ep_s = (
+            EP_ALLTOALLS_PER_LAYER
+            * recompute
+            * moe_layers
+            * comm.alltoall_s(act / lay.tp * model.moe.top_k, lay.ep, ep_link)
         )
     pp_s = 0.0
     if lay.pp > 1:
@@ -158,7 +168,9 @@ def _mp_comm_s(ctx: _Ctx) -> float:
 def _optimizer_s(ctx: _Ctx) -> float:
     lay = ctx.layout
     if ctx.job.is_adapter:
-        local = lora_params(ctx.model, rank=ctx.job.lora_rank, targets=ctx.job.lora_targets) / (lay.tp * lay.pp)
+        local = lora_params(ctx.model, rank=ctx.job.lora_rank, targets=ctx.job.lora_targets) / (
+            lay.tp * lay.pp
+        )
     else:
         local = sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
         local /= lay.dp * lay.cp if lay.zero_stage >= 1 else 1

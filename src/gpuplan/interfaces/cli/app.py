@@ -76,7 +76,9 @@ def check_listen_address(host: str, port: int) -> None:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except (socket.gaierror, UnicodeError) as exc:
-        raise UserInputError(f"--host {host!r} does not resolve ({exc})", hint="e.g. --host 127.0.0.1") from None
+        raise UserInputError(
+            f"--host {host!r} does not resolve ({exc})", hint="e.g. --host 127.0.0.1"
+        ) from None
     with socket.socket(family, kind, proto) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers themselves do
         try:

@@ -25,8 +25,9 @@ FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json
 
 def _require(module: str, extra: str) -> None:
     if importlib.util.find_spec(module) is None:
-        raise UserInputError(f"this command needs {module}, which is not installed",
-                             hint=f"pip install 'gpuplan[{extra}]'")
+        raise UserInputError(
+            f"this command needs {module}, which is not installed", hint=f"pip install 'gpuplan[{extra}]'"
+        )
 
 
 def _ints(raw: str, what: str) -> tuple[int, ...]:
@@ -55,7 +56,9 @@ def _progress(row: Any) -> None:
 def bench_gpu(
     device: Annotated[str, typer.Option(help="auto, cuda or cpu")] = "auto",
     dtypes: Annotated[str, typer.Option(help="GEMM dtypes, comma-separated")] = "fp32,tf32,bf16,fp16,fp8",
-    gemm_size: Annotated[int | None, typer.Option(help="n of the n×n×n GEMMs (default 8192 CUDA, 512 CPU)")] = None,
+    gemm_size: Annotated[
+        int | None, typer.Option(help="n of the n×n×n GEMMs (default 8192 CUDA, 512 CPU)")
+    ] = None,
     copy_mib: Annotated[int | None, typer.Option(help="copy buffer MiB (default 1024 CUDA, 64 CPU)")] = None,
     allreduce_mib: Annotated[int, typer.Option(help="all-reduce buffer MiB")] = 256,
     allreduce_ranks: Annotated[int | None, typer.Option(help="ranks (default: visible GPUs)")] = None,
@@ -72,20 +75,33 @@ def bench_gpu(
     from gpuplan.adapters.bench.gpu.config import GpuBenchConfig
     from gpuplan.adapters.bench.gpu.runner import run_gpu_bench
 
-    config = GpuBenchConfig.model_validate({
-        "device": device, "dtypes": tuple(d.strip() for d in dtypes.split(",") if d.strip()),
-        "gemm_size": gemm_size, "copy_bytes": copy_mib * (1 << 20) if copy_mib else None,
-        "allreduce_bytes": allreduce_mib * (1 << 20), "allreduce_ranks": allreduce_ranks,
-        "allreduce_backend": allreduce_backend, "warmup": warmup, "repeats": repeats,
-        "skip": tuple(s.strip() for s in skip.split(",") if s.strip())})
+    config = GpuBenchConfig.model_validate(
+        {
+            "device": device,
+            "dtypes": tuple(d.strip() for d in dtypes.split(",") if d.strip()),
+            "gemm_size": gemm_size,
+            "copy_bytes": copy_mib * (1 << 20) if copy_mib else None,
+            "allreduce_bytes": allreduce_mib * (1 << 20),
+            "allreduce_ranks": allreduce_ranks,
+            "allreduce_backend": allreduce_backend,
+            "warmup": warmup,
+            "repeats": repeats,
+            "skip": tuple(s.strip() for s in skip.split(",") if s.strip()),
+        }
+    )
     summary = run_gpu_bench(config, store, on_result=_progress, announce=_announce)
     if shape == "json":
         render.emit_json(summary)
         return
-    rows = [[r["name"], r["status"], r["value"], r["unit"], r["median_s"], r.get("reason") or ""]
-            for r in summary["results"]]
-    render.table(f"{summary['device_name']} ({summary['gpu'] or summary['device']})",
-                 ["measurement", "status", "value", "unit", "median s", "note"], rows)
+    rows = [
+        [r["name"], r["status"], r["value"], r["unit"], r["median_s"], r.get("reason") or ""]
+        for r in summary["results"]
+    ]
+    render.table(
+        f"{summary['device_name']} ({summary['gpu'] or summary['device']})",
+        ["measurement", "status", "value", "unit", "median s", "note"],
+        rows,
+    )
 
 
 @bench_app.command("train")
@@ -96,7 +112,9 @@ def bench_train(
     seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 2048,
     method: Annotated[str, typer.Option(help="full or lora")] = "full",
     device: Annotated[str, typer.Option(help="auto, cuda or cpu")] = "auto",
-    dtype: Annotated[str | None, typer.Option(help="fp32, bf16, fp16 (default bf16 on CUDA, fp32 on CPU)")] = None,
+    dtype: Annotated[
+        str | None, typer.Option(help="fp32, bf16, fp16 (default bf16 on CUDA, fp32 on CPU)")
+    ] = None,
     steps: Annotated[int, typer.Option(help="timed steps per batch size")] = 5,
     warmup_steps: Annotated[int, typer.Option(help="untimed steps first")] = 2,
     lora_rank: Annotated[int, typer.Option(help="LoRA rank")] = 16,
@@ -111,19 +129,41 @@ def bench_train(
     from gpuplan.adapters.bench.train.config import TrainBenchConfig
     from gpuplan.adapters.bench.train.runner import run_train_bench
 
-    config = TrainBenchConfig.model_validate({
-        "model": model, "batch_sizes": _ints(batch_sizes, "--batch-sizes"), "seq_len": seq_len,
-        "method": method, "device": device, "dtype": dtype, "steps": steps, "warmup_steps": warmup_steps,
-        "lora_rank": lora_rank, "gradient_checkpointing": gradient_checkpointing})
+    config = TrainBenchConfig.model_validate(
+        {
+            "model": model,
+            "batch_sizes": _ints(batch_sizes, "--batch-sizes"),
+            "seq_len": seq_len,
+            "method": method,
+            "device": device,
+            "dtype": dtype,
+            "steps": steps,
+            "warmup_steps": warmup_steps,
+            "lora_rank": lora_rank,
+            "gradient_checkpointing": gradient_checkpointing,
+        }
+    )
     summary = run_train_bench(config, store, on_result=_progress, announce=_announce)
     if shape == "json":
         render.emit_json(summary)
         return
-    rows = [[r["batch_size"], r["status"], r["value"], r["tokens_per_s"], r["achieved_tflops"],
-             r["peak_memory_bytes"] / 2**30 if r["peak_memory_bytes"] else None, r.get("reason") or ""]
-            for r in summary["results"]]
-    render.table(f"{model} on {summary['device_name']} ({summary['dtype']}, seq {seq_len})",
-                 ["batch", "status", "step s", "tokens/s", "model TFLOP/s", "peak GiB", "note"], rows)
+    rows = [
+        [
+            r["batch_size"],
+            r["status"],
+            r["value"],
+            r["tokens_per_s"],
+            r["achieved_tflops"],
+            r["peak_memory_bytes"] / 2**30 if r["peak_memory_bytes"] else None,
+            r.get("reason") or "",
+        ]
+        for r in summary["results"]
+    ]
+    render.table(
+        f"{model} on {summary['device_name']} ({summary['dtype']}, seq {seq_len})",
+        ["batch", "status", "step s", "tokens/s", "model TFLOP/s", "peak GiB", "note"],
+        rows,
+    )
 
 
 @app.command("calibrate")
@@ -135,7 +175,9 @@ def calibrate(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write the profile YAML here")] = None,
     base: Annotated[Path | None, typer.Option(help="start from this profile (default: bundled)")] = None,
     gpu: Annotated[str | None, typer.Option(help="serving runs: the server's GPU")] = None,
-    engine: Annotated[str | None, typer.Option(help="serving runs: the engine (vllm, sglang, trtllm …)")] = None,
+    engine: Annotated[
+        str | None, typer.Option(help="serving runs: the engine (vllm, sglang, trtllm …)")
+    ] = None,
     tp: Annotated[int, typer.Option(help="serving runs: tensor-parallel degree")] = 1,
     weight_dtype: Annotated[str | None, typer.Option(help="serving runs: weight dtype")] = None,
     rows_out: Annotated[Path | None, typer.Option(help="also write the rows used, as CSV")] = None,
@@ -154,8 +196,14 @@ def calibrate(
         from gpuplan.usecases.calibration.measured_rows import rows_to_csv
 
         rows_out.write_text(rows_to_csv(rows), encoding="utf-8")
-    outcome = calibrate_rows(rows, catalog_from(catalog), base=base, data=data, output=output,
-                             command="gpuplan " + " ".join(sys.argv[1:]))
+    outcome = calibrate_rows(
+        rows,
+        catalog_from(catalog),
+        base=base,
+        data=data,
+        output=output,
+        command="gpuplan " + " ".join(sys.argv[1:]),
+    )
     outcome["skipped_runs"] = notes
     if shape == "json":
         render.emit_json(outcome)
@@ -181,11 +229,19 @@ def _check_deployment(
 
 
 def _calibration_tables(o: dict[str, Any]) -> None:
-    render.table("prediction error (mean |predicted/measured - 1|)", ["kind", "rows", "predicted", "before", "after"],
-                 [[e["kind"], e["rows"], e["predicted"], _pct(e["mape_before"]), _pct(e["mape_after"])]
-                  for e in o["errors"]])
-    render.table("fitted factors", ["factor", "before", "after"],
-                 [[f["factor"], f["before"], f["after"]] for f in o["factors"]])
+    render.table(
+        "prediction error (mean |predicted/measured - 1|)",
+        ["kind", "rows", "predicted", "before", "after"],
+        [
+            [e["kind"], e["rows"], e["predicted"], _pct(e["mape_before"]), _pct(e["mape_after"])]
+            for e in o["errors"]
+        ],
+    )
+    render.table(
+        "fitted factors",
+        ["factor", "before", "after"],
+        [[f["factor"], f["before"], f["after"]] for f in o["factors"]],
+    )
     if o["training_mfu"]:
         render.lines([f"{k}: {v:.3f}" for k, v in o["training_mfu"].items()], title="training MFU")
     if o["skipped_runs"]:

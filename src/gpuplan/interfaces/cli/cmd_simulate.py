@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.interfaces.plots import serving as plots
 from gpuplan.adapters.scenario_files.simulate import parse_simulate_scenario
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.sim.capacity import CapacityResult
@@ -22,6 +21,7 @@ from gpuplan.core.sim.metrics import SimSummary, per_request_s
 from gpuplan.core.sim.simulator import SimResult
 from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.interfaces.cli.render import console, emit_json, lines, progress_bar, table
+from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.simulate import read_text, simulate_scenario
 
@@ -75,7 +75,9 @@ def _render(summary: SimSummary, capacity: CapacityResult | None, f: str) -> Non
         + (f"; mean batch {summary.mean_batch:.1f}" if summary.mean_batch is not None else ""),
     ]
     if summary.kv_utilization_mean is not None and summary.kv_utilization_max is not None:
-        notes.append(f"KV cache use mean {summary.kv_utilization_mean:.0%}, max {summary.kv_utilization_max:.0%}")
+        notes.append(
+            f"KV cache use mean {summary.kv_utilization_mean:.0%}, max {summary.kv_utilization_max:.0%}"
+        )
     if summary.goodput_requests_per_s is not None:
         notes.append(
             f"goodput {summary.goodput_requests_per_s:.2f} req/s ({summary.slo_attainment or 0:.1%} within SLO)"

@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from gpuplan.interfaces.plots import serving as plots
-from gpuplan.usecases import service
 from gpuplan.adapters.models.registry import list_models
 from gpuplan.adapters.scenario_files.deployment import (
     ScenarioFile,
@@ -34,6 +32,8 @@ from gpuplan.interfaces.cli.app import (
 )
 from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import progress_bar
+from gpuplan.interfaces.plots import serving as plots
+from gpuplan.usecases import service
 from gpuplan.usecases.calibration.profile import load_calibration
 
 EXAMPLE_SCENARIO = """\
@@ -169,8 +169,12 @@ def recommend(
     concurrency: Annotated[int | None, typer.Option(help="requests in flight")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit, ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit, ms")] = None,
-    ttft_p99_ms: Annotated[float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")] = None,
-    tpot_p99_ms: Annotated[float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")] = None,
+    ttft_p99_ms: Annotated[
+        float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")
+    ] = None,
+    tpot_p99_ms: Annotated[
+        float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")
+    ] = None,
     gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
     max_gpus: Annotated[int, typer.Option(help="most GPUs in a plan")] = 64,
     dtypes: Annotated[str, typer.Option(help="weight dtypes to consider")] = "bf16,fp8,int4",

@@ -159,7 +159,20 @@ def recommendation(r: Recommendation, f: Format) -> None:
     latency = ["P99 TTFT", "P99 TPOT"] if tail else ["TTFT ms", "TPOT ms"]
     table(
         f"Plans for {r.model} (objective: {r.objective}; best first)",
-        ["gpu", "count", "tp", "pp", "repl", "dtype", *latency, "tok/s", "$/h", "$/month", "$/1M out", "GiB/GPU"],
+        [
+            "gpu",
+            "count",
+            "tp",
+            "pp",
+            "repl",
+            "dtype",
+            *latency,
+            "tok/s",
+            "$/h",
+            "$/month",
+            "$/1M out",
+            "GiB/GPU",
+        ],
         [
             (
                 p.gpu,

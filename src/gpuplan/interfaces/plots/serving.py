@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from gpuplan.usecases import service
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.errors import GpuplanError, UserInputError
@@ -27,6 +26,7 @@ from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation
 from gpuplan.core.sim.metrics import per_request_s
 from gpuplan.core.sim.simulator import SimResult
 from gpuplan.core.units import GB, GIB, TB
+from gpuplan.usecases import service
 from gpuplan.usecases.service import FitResult
 
 CostAxis = Literal["usd_per_month", "usd_per_million_output_tokens", "usd_per_hour"]

@@ -16,12 +16,12 @@ from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model, model_for_seq_len
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.perf.memory import usable_memory_bytes
-from gpuplan.usecases import train as training
 from gpuplan.core.training.memory import TrainingMemory
 from gpuplan.core.training.search import search_layouts
 from gpuplan.core.units import GIB
 from gpuplan.data.calibration import default_training_calibration
 from gpuplan.interfaces.plots.serving import MEMORY_MAX_PLANS, Point, plotly_modules, scatter_with_front
+from gpuplan.usecases import train as training
 from gpuplan.usecases.train import TrainPlan, TrainPlanRequest, TrainPlanResult
 
 TRAIN_COST_KIND = "on_demand"

@@ -15,9 +15,6 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
-from gpuplan.interfaces.plots import serving as plots
-from gpuplan.interfaces.plots import training as plots_training
-from gpuplan.usecases import service
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.hf_config import parse_hf_config
 from gpuplan.adapters.models.registry import HUB_HINT, aliases, bundled_ids, list_models
@@ -25,6 +22,8 @@ from gpuplan.adapters.scenario_files.simulate import SimulateScenario
 from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.recommend.request import Recommendation
+from gpuplan.interfaces.plots import serving as plots
+from gpuplan.interfaces.plots import training as plots_training
 from gpuplan.interfaces.web.errors import FieldError
 from gpuplan.interfaces.web.schemas import (
     FitRequest,
@@ -35,6 +34,7 @@ from gpuplan.interfaces.web.schemas import (
     TrainPlots,
     WebScenario,
 )
+from gpuplan.usecases import service
 from gpuplan.usecases.service import FitResult, PredictResult
 from gpuplan.usecases.simulate import simulate_scenario
 from gpuplan.usecases.train import (

@@ -16,34 +16,65 @@ from gpuplan.usecases.calibration.published import _get
 from gpuplan.usecases.calibration.report import compare
 
 
-def gather_rows(results: Path | None, from_store: bool, store: str | None, run_ids: tuple[str, ...],
-                deployment: Mapping[str, Any]) -> tuple[list[ResultRow], list[str], str]:
+def gather_rows(
+    results: Path | None,
+    from_store: bool,
+    store: str | None,
+    run_ids: tuple[str, ...],
+    deployment: Mapping[str, Any],
+) -> tuple[list[ResultRow], list[str], str]:
     """The rows to fit, the runs left out (and why), and a description for the provenance."""
     if (results is None) == (not from_store):
-        raise UserInputError("give either a results CSV or --from-store", hint="gpuplan calibrate --from-store")
+        raise UserInputError(
+            "give either a results CSV or --from-store", hint="gpuplan calibrate --from-store"
+        )
     if results is not None:
         return rows_from_csv(results), [], str(results)
     rows, notes = rows_from_store(store, run_ids=run_ids, deployment=deployment)
     from gpuplan.adapters.store.database import Store
 
-    return rows, notes, f"results store {Store(store).url}" + (f" runs {', '.join(run_ids)}" if run_ids else "")
+    return (
+        rows,
+        notes,
+        f"results store {Store(store).url}" + (f" runs {', '.join(run_ids)}" if run_ids else ""),
+    )
 
 
-def calibrate_rows(rows: list[ResultRow], catalog: Catalog, *, base: Path | None, data: str,
-                   output: Path | None, command: str) -> dict[str, Any]:
+def calibrate_rows(
+    rows: list[ResultRow],
+    catalog: Catalog,
+    *,
+    base: Path | None,
+    data: str,
+    output: Path | None,
+    command: str,
+) -> dict[str, Any]:
     """Fit, report errors before/after per kind and the factors changed; write the profile if asked."""
     if not rows:
-        raise UserInputError("no usable results to calibrate on",
-                             hint="run gpuplan bench gpu / bench train / bench serve first, or pass a CSV")
+        raise UserInputError(
+            "no usable results to calibrate on",
+            hint="run gpuplan bench gpu / bench train / bench serve first, or pass a CSV",
+        )
     start = load_calibration(base) if base else default_calibration()
     start_training = load_training_calibration(base) if base else default_training_calibration()
     cal, mfu, fitted = fit_profile(rows, catalog, start, data=data, command=command)
     training = start_training.model_copy(update={"mfu": start_training.mfu | mfu})
     errors = compare(rows, catalog, (start, start_training), (cal, training))
-    factors = [{"factor": f"{field}.{key}" if key else field, "before": _get(start, (field, key)),
-                "after": _get(cal, (field, key))} for field, key in fitted]
+    factors = [
+        {
+            "factor": f"{field}.{key}" if key else field,
+            "before": _get(start, (field, key)),
+            "after": _get(cal, (field, key)),
+        }
+        for field, key in fitted
+    ]
     if output is not None:
         write_profile(output, cal, mfu)
-    return {"rows": len(rows), "errors": [e.model_dump() for e in errors], "factors": factors,
-            "training_mfu": mfu, "profile": str(output) if output else None,
-            "calibration": cal.model_dump(mode="json")}
+    return {
+        "rows": len(rows),
+        "errors": [e.model_dump() for e in errors],
+        "factors": factors,
+        "training_mfu": mfu,
+        "profile": str(output) if output else None,
+        "calibration": cal.model_dump(mode="json"),
+    }

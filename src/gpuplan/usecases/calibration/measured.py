@@ -60,20 +60,27 @@ def _ratios(rows: Sequence[ResultRow], catalog: Catalog, power_exponent: float) 
         elif row.kind == "gemm" and peak and dtype in LOW_PRECISION:
             out[("low_precision:" + gpu.family, "")].append(row.value / peak)
         elif row.kind == "bandwidth":
-            out[("bandwidth_efficiency", gpu.family)].append(row.value * 1e9 / gpu.memory_bandwidth_bytes_per_s)
+            out[("bandwidth_efficiency", gpu.family)].append(
+                row.value * 1e9 / gpu.memory_bandwidth_bytes_per_s
+            )
         elif row.kind == "allreduce":
             link = tp_link(gpu, int(row.fields.get("ranks") or 2))[1]
             out[("link_efficiency", "")].append(row.value * 1e9 / link)
     return out
 
 
-def fit_micro(rows: Sequence[ResultRow], catalog: Catalog, base: Calibration) -> tuple[Calibration, list[Param]]:
+def fit_micro(
+    rows: Sequence[ResultRow], catalog: Catalog, base: Calibration
+) -> tuple[Calibration, list[Param]]:
     """Stage 1; returns the calibration and the factors it set (frozen for stage 2)."""
     ratios = _ratios(rows, catalog, base.power_limit_exponent)
     direct = [(p, _geomedian(v)) for p, v in sorted(ratios.items()) if not p[0].startswith("low_precision:")]
     cal = _with(base, [p for p, _ in direct], np.asarray([min(v, FACTOR_CAP) for _, v in direct]))
-    scales = [_geomedian(v) / cal.compute(p[0].split(":", 1)[1]) for p, v in ratios.items()
-              if p[0].startswith("low_precision:")]
+    scales = [
+        _geomedian(v) / cal.compute(p[0].split(":", 1)[1])
+        for p, v in ratios.items()
+        if p[0].startswith("low_precision:")
+    ]
     fixed = [p for p, _ in direct]
     if scales:
         cal = cal.model_copy(update={"low_precision_compute_scale": min(statistics.median(scales), 1.5)})
@@ -81,8 +88,9 @@ def fit_micro(rows: Sequence[ResultRow], catalog: Catalog, base: Calibration) ->
     return cal, fixed
 
 
-def fit_serving(rows: Sequence[ResultRow], catalog: Catalog, start: Calibration,
-                fixed: Sequence[Param]) -> tuple[Calibration, list[Param]]:
+def fit_serving(
+    rows: Sequence[ResultRow], catalog: Catalog, start: Calibration, fixed: Sequence[Param]
+) -> tuple[Calibration, list[Param]]:
     """Stage 2: least squares over the factors ≥ 3 serving rows exercise, less those stage 1 fixed and
     the power-limit exponent (a property of the boards, fitted on the validation set; stage 1 netted
     the GEMM rows with it, so moving it here would undo that)."""
@@ -106,8 +114,9 @@ def fit_training(rows: Sequence[ResultRow], catalog: Catalog, power_exponent: fl
     return {k: min(_geomedian(v), FACTOR_CAP) for k, v in ratios.items()}
 
 
-def fit_profile(rows: Sequence[ResultRow], catalog: Catalog, base: Calibration, *, data: str,
-                command: str) -> tuple[Calibration, dict[str, float], list[Param]]:
+def fit_profile(
+    rows: Sequence[ResultRow], catalog: Catalog, base: Calibration, *, data: str, command: str
+) -> tuple[Calibration, dict[str, float], list[Param]]:
     """All three stages; returns the calibration (with provenance), training MFU and what was fitted."""
     micro = [r for r in rows if r.kind in ("gemm", "bandwidth", "allreduce")]
     cal, fixed = fit_micro(micro, catalog, base)
@@ -117,7 +126,10 @@ def fit_profile(rows: Sequence[ResultRow], catalog: Catalog, base: Calibration, 
     counts = {k: sum(r.kind == k for r in rows) for k in ("gemm", "bandwidth", "allreduce", "serve", "train")}
     provenance = FitProvenance(
         method="gpuplan calibrate: micro-benchmark geometric medians; serving rows by scipy least_squares "
-               "(soft_l1 on log(pred/measured), prior sigma 10); training MFU geometric medians",
+        "(soft_l1 on log(pred/measured), prior sigma 10); training MFU geometric medians",
         data=f"{data} ({', '.join(f'{k}: {n}' for k, n in counts.items() if n)})",
-        rows=len(rows), command=command, fitted_on=date.today().isoformat())
+        rows=len(rows),
+        command=command,
+        fitted_on=date.today().isoformat(),
+    )
     return cal.model_copy(update={"provenance": provenance}), mfu, [*fixed, *fitted]

@@ -42,7 +42,9 @@ def peak_tflops(gpu: GpuSpec, dtype: str, power_exponent: float) -> float | None
 
 def as_case(row: ResultRow) -> Case:
     fields = dict(row.fields) | {"id": row.id, "gpu": row.gpu, "metric": row.metric, "value": str(row.value)}
-    return Case(schema_name="inference", id=row.id, metric=row.metric, value=row.value, quality="A", fields=fields)
+    return Case(
+        schema_name="inference", id=row.id, metric=row.metric, value=row.value, quality="A", fields=fields
+    )
 
 
 def _micro(row: ResultRow, gpu: GpuSpec, cal: Calibration) -> float | None:
@@ -59,7 +61,9 @@ def _micro(row: ResultRow, gpu: GpuSpec, cal: Calibration) -> float | None:
     return tp_link(gpu, ranks)[1] / 1e9 * cal.link_efficiency
 
 
-def predict_row(row: ResultRow, catalog: Catalog, cal: Calibration, training: TrainingCalibration) -> float | None:
+def predict_row(
+    row: ResultRow, catalog: Catalog, cal: Calibration, training: TrainingCalibration
+) -> float | None:
     gpu = gpu_of(row, catalog)
     if gpu is None:
         return None

@@ -24,8 +24,24 @@ from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FrozenModel
 
 Kind = Literal["gemm", "bandwidth", "allreduce", "train", "serve"]
-FIELDS = ("dtype", "model", "framework", "num_gpus", "tp", "weight_dtype", "scenario", "input_len",
-          "output_len", "concurrency", "request_rate", "batch_size", "seq_len", "method", "ranks", "source")
+FIELDS = (
+    "dtype",
+    "model",
+    "framework",
+    "num_gpus",
+    "tp",
+    "weight_dtype",
+    "scenario",
+    "input_len",
+    "output_len",
+    "concurrency",
+    "request_rate",
+    "batch_size",
+    "seq_len",
+    "method",
+    "ranks",
+    "source",
+)
 COLUMNS = ("id", "kind", "gpu", "metric", "value", *FIELDS)
 SERVE_METRICS = {"concurrency": ("ttft_ms", "tpot_ms", "output_tokens_per_s"), "rate": ("ttft_ms", "tpot_ms")}
 
@@ -41,8 +57,9 @@ class ResultRow(FrozenModel):
 
 def _row(id_: str, kind: str, gpu: str, metric: str, value: float, **fields: Any) -> ResultRow:
     clean = {k: str(v) for k, v in fields.items() if v is not None and v != ""}
-    return ResultRow.model_validate({"id": id_, "kind": kind, "gpu": gpu, "metric": metric, "value": value,
-                                     "fields": clean})
+    return ResultRow.model_validate(
+        {"id": id_, "kind": kind, "gpu": gpu, "metric": metric, "value": value, "fields": clean}
+    )
 
 
 def _gpu_rows(run: RunInfo, items: list[dict[str, Any]]) -> Iterator[ResultRow]:
@@ -61,9 +78,19 @@ def _train_rows(run: RunInfo, items: list[dict[str, Any]]) -> Iterator[ResultRow
     gpu = str(run.conditions.get("gpu"))
     for m in items:
         if m.get("status") == "ok" and m.get("achieved_tflops"):
-            yield _row(f"{run.run_id[:8]}-{m['name']}", "train", gpu, "tflops", m["achieved_tflops"],
-                       dtype=m.get("dtype"), model=run.config.get("model"), batch_size=m.get("batch_size"),
-                       seq_len=m.get("seq_len"), method=m.get("method"), source=run.run_id)
+            yield _row(
+                f"{run.run_id[:8]}-{m['name']}",
+                "train",
+                gpu,
+                "tflops",
+                m["achieved_tflops"],
+                dtype=m.get("dtype"),
+                model=run.config.get("model"),
+                batch_size=m.get("batch_size"),
+                seq_len=m.get("seq_len"),
+                method=m.get("method"),
+                source=run.run_id,
+            )
 
 
 def _serve_rows(run: RunInfo, defaults: Mapping[str, Any]) -> Iterator[ResultRow]:
@@ -72,11 +99,19 @@ def _serve_rows(run: RunInfo, defaults: Mapping[str, Any]) -> Iterator[ResultRow
     mode = "concurrency" if cfg.get("concurrency") else "rate" if cfg.get("rate_rps") else None
     if not dep.get("gpu") or mode is None or not summary.get("requests_completed"):
         return
-    fields = {"model": dep.get("model") or cfg.get("model"), "framework": dep.get("engine"),
-              "tp": dep.get("tp"), "num_gpus": dep.get("num_gpus") or dep.get("tp"),
-              "weight_dtype": dep.get("weight_dtype"), "input_len": cfg.get("input_tokens"),
-              "output_len": cfg.get("output_tokens"), "scenario": mode,
-              "concurrency": cfg.get("concurrency"), "request_rate": cfg.get("rate_rps"), "source": run.run_id}
+    fields = {
+        "model": dep.get("model") or cfg.get("model"),
+        "framework": dep.get("engine"),
+        "tp": dep.get("tp"),
+        "num_gpus": dep.get("num_gpus") or dep.get("tp"),
+        "weight_dtype": dep.get("weight_dtype"),
+        "input_len": cfg.get("input_tokens"),
+        "output_len": cfg.get("output_tokens"),
+        "scenario": mode,
+        "concurrency": cfg.get("concurrency"),
+        "request_rate": cfg.get("rate_rps"),
+        "source": run.run_id,
+    }
     for metric in SERVE_METRICS[mode]:
         stat = summary.get(metric)
         value = stat.get("mean") if isinstance(stat, dict) else stat
@@ -85,8 +120,9 @@ def _serve_rows(run: RunInfo, defaults: Mapping[str, Any]) -> Iterator[ResultRow
             yield _row(f"{run.run_id[:8]}-{name}", "serve", dep["gpu"], name, float(value), **fields)
 
 
-def rows_from_store(url: str | None, *, run_ids: tuple[str, ...] = (),
-                    deployment: Mapping[str, Any] | None = None) -> tuple[list[ResultRow], list[str]]:
+def rows_from_store(
+    url: str | None, *, run_ids: tuple[str, ...] = (), deployment: Mapping[str, Any] | None = None
+) -> tuple[list[ResultRow], list[str]]:
     """Rows of every completed run (or of ``run_ids``); also the runs left out and why."""
     store = Store(url)
     runs = [store.run(r) for r in run_ids] if run_ids else store.runs()
@@ -94,8 +130,10 @@ def rows_from_store(url: str | None, *, run_ids: tuple[str, ...] = (),
     notes: list[str] = []
     for run in runs:
         if run.kind in ("bench-gpu", "bench-train") and not run.conditions.get("gpu"):
-            notes.append(f"{run.run_id[:12]} ({run.kind}): device {run.conditions.get('device_name')!r} "
-                         "is not a catalog GPU")
+            notes.append(
+                f"{run.run_id[:12]} ({run.kind}): device {run.conditions.get('device_name')!r} "
+                "is not a catalog GPU"
+            )
             continue
         if run.kind == "bench-gpu":
             rows += _gpu_rows(run, run_measurements(store, run.run_id))
@@ -116,8 +154,10 @@ def rows_from_csv(path: Path) -> list[ResultRow]:
             reader = csv.DictReader(handle)
             missing = {"kind", "gpu", "metric", "value"} - set(reader.fieldnames or [])
             if missing:
-                raise FileFormatError(f"{path}: header lacks {', '.join(sorted(missing))}",
-                                      hint="see docs/bench.md (gpuplan calibrate) for the columns")
+                raise FileFormatError(
+                    f"{path}: header lacks {', '.join(sorted(missing))}",
+                    hint="see docs/bench.md (gpuplan calibrate) for the columns",
+                )
             rows = []
             for line, raw in enumerate(reader, start=2):
                 try:
@@ -133,8 +173,14 @@ def rows_from_csv(path: Path) -> list[ResultRow]:
 
 def _csv_row(raw: dict[str, str | None], line: int) -> ResultRow:
     fields = {k: (v or "").strip() for k, v in raw.items() if k in FIELDS and v}
-    return _row(raw.get("id") or f"line{line}", (raw.get("kind") or "").strip(), (raw.get("gpu") or "").strip(),
-                (raw.get("metric") or "").strip(), float(raw.get("value") or "nan"), **fields)
+    return _row(
+        raw.get("id") or f"line{line}",
+        (raw.get("kind") or "").strip(),
+        (raw.get("gpu") or "").strip(),
+        (raw.get("metric") or "").strip(),
+        float(raw.get("value") or "nan"),
+        **fields,
+    )
 
 
 def rows_to_csv(rows: list[ResultRow]) -> str:
@@ -142,5 +188,7 @@ def rows_to_csv(rows: list[ResultRow]) -> str:
     writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({"id": r.id, "kind": r.kind, "gpu": r.gpu, "metric": r.metric, "value": r.value} | r.fields)
+        writer.writerow(
+            {"id": r.id, "kind": r.kind, "gpu": r.gpu, "metric": r.metric, "value": r.value} | r.fields
+        )
     return out.getvalue()

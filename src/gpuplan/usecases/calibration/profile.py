@@ -14,16 +14,20 @@ from gpuplan.core.errors import DataError, FileFormatError
 from gpuplan.data.calibration import default_training_calibration
 
 TRAINING_KEY = "training_mfu"
-HEADER = ("# gpuplan calibration profile: efficiency factors fitted by `gpuplan calibrate`\n"
-          "# (meanings: docs/model.md section 4). Load with --calibration THIS_FILE.\n")
+HEADER = (
+    "# gpuplan calibration profile: efficiency factors fitted by `gpuplan calibrate`\n"
+    "# (meanings: docs/model.md section 4). Load with --calibration THIS_FILE.\n"
+)
 
 
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise FileFormatError(f"cannot read calibration profile {path}: {exc.strerror}",
-                              hint="write one with gpuplan calibrate -o PROFILE.yaml") from None
+        raise FileFormatError(
+            f"cannot read calibration profile {path}: {exc.strerror}",
+            hint="write one with gpuplan calibrate -o PROFILE.yaml",
+        ) from None
     except yaml.YAMLError as exc:
         raise FileFormatError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(data, dict):

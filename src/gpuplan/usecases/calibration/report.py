@@ -25,8 +25,9 @@ class KindError(BaseModel):
     mape_after: float | None
 
 
-def _apes(rows: Sequence[ResultRow], catalog: Catalog, cal: Calibration,
-          training: TrainingCalibration) -> dict[str, list[float]]:
+def _apes(
+    rows: Sequence[ResultRow], catalog: Catalog, cal: Calibration, training: TrainingCalibration
+) -> dict[str, list[float]]:
     out: dict[str, list[float]] = defaultdict(list)
     for row in rows:
         p = predict_row(row, catalog, cal, training)
@@ -35,22 +36,41 @@ def _apes(rows: Sequence[ResultRow], catalog: Catalog, cal: Calibration,
     return out
 
 
-def mape(rows: Sequence[ResultRow], catalog: Catalog, cal: Calibration, training: TrainingCalibration) -> float:
+def mape(
+    rows: Sequence[ResultRow], catalog: Catalog, cal: Calibration, training: TrainingCalibration
+) -> float:
     """Mean APE over every predicted row (all kinds)."""
     values = [v for apes in _apes(rows, catalog, cal, training).values() for v in apes]
     return statistics.fmean(values) if values else float("nan")
 
 
-def compare(rows: Sequence[ResultRow], catalog: Catalog, before: tuple[Calibration, TrainingCalibration],
-            after: tuple[Calibration, TrainingCalibration]) -> list[KindError]:
+def compare(
+    rows: Sequence[ResultRow],
+    catalog: Catalog,
+    before: tuple[Calibration, TrainingCalibration],
+    after: tuple[Calibration, TrainingCalibration],
+) -> list[KindError]:
     """Per kind (and ``all``): rows, rows predicted, MAPE before and after."""
     b, a = _apes(rows, catalog, *before), _apes(rows, catalog, *after)
     kinds = sorted({r.kind for r in rows})
-    out = [KindError(kind=k, rows=sum(r.kind == k for r in rows), predicted=len(a.get(k, [])),
-                     mape_before=statistics.fmean(b[k]) if b.get(k) else None,
-                     mape_after=statistics.fmean(a[k]) if a.get(k) else None) for k in kinds]
+    out = [
+        KindError(
+            kind=k,
+            rows=sum(r.kind == k for r in rows),
+            predicted=len(a.get(k, [])),
+            mape_before=statistics.fmean(b[k]) if b.get(k) else None,
+            mape_after=statistics.fmean(a[k]) if a.get(k) else None,
+        )
+        for k in kinds
+    ]
     every_b, every_a = [v for x in b.values() for v in x], [v for x in a.values() for v in x]
-    out.append(KindError(kind="all", rows=len(rows), predicted=len(every_a),
-                         mape_before=statistics.fmean(every_b) if every_b else None,
-                         mape_after=statistics.fmean(every_a) if every_a else None))
+    out.append(
+        KindError(
+            kind="all",
+            rows=len(rows),
+            predicted=len(every_a),
+            mape_before=statistics.fmean(every_b) if every_b else None,
+            mape_after=statistics.fmean(every_a) if every_a else None,
+        )
+    )
     return out

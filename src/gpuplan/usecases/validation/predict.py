@@ -144,7 +144,9 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
     return best
 
 
-def _simulated_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, simulate: bool) -> float | None:
+def _simulated_metric(
+    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, simulate: bool
+) -> float | None:
     """Rows the serving simulator prices (None: the analytic model does): server/rate rows always;
     closed loops and dataset-length offline rows when ``simulate`` (calibration fits use the analytic
     model for those: fast, and free of sampling noise)."""

@@ -79,7 +79,9 @@ def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibra
     return _throughput(case, found.rate_rps * row.replicas, row.output_mean)
 
 
-def predict_offline_dataset_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float | None:
+def predict_offline_dataset_case(
+    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration
+) -> float | None:
     """An ``offline`` throughput row of a benchmark whose length distribution the dataset table holds
     (MLPerf Offline): the simulated engine's saturation rate on requests drawn from it; None for other
     rows (the analytic offline model prices them). Mixed lengths are not their means: a batch of long
@@ -168,7 +170,9 @@ def is_llmperf_itl(case: Case) -> bool:
     not (E2E − TTFT) / (tokens − 1); the row is predicted the way the source computed it."""
     notes = case.get("notes")
     stat = case.metric.removeprefix("tpot_ms_")
-    return case.metric.startswith("tpot_ms_") and "llmperf" in notes and f"source metric itl_ms_{stat}" in notes
+    return (
+        case.metric.startswith("tpot_ms_") and "llmperf" in notes and f"source metric itl_ms_{stat}" in notes
+    )
 
 
 def _throughput(case: Case, requests_per_s: float, out: float) -> float:

@@ -81,9 +81,18 @@ def _reason_to_skip(cfg: GpuBenchConfig, ranks: int) -> str | None:
 def _launch(job: dict[str, Any], ranks: int) -> tuple[list[float], str]:
     """Run one worker process per rank; (rank 0's timings, or [] and why not)."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "gpuplan.adapters.bench.gpu.allreduce", json.dumps(job), str(ranks), str(port)]
-    procs = [subprocess.Popen([*cmd, str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for r in range(ranks)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpuplan.adapters.bench.gpu.allreduce",
+        json.dumps(job),
+        str(ranks),
+        str(port),
+    ]
+    procs = [
+        subprocess.Popen([*cmd, str(r)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for r in range(ranks)
+    ]
     outputs: list[tuple[str, str]] = []
     try:
         outputs = [p.communicate(timeout=TIMEOUT_S) for p in procs]
@@ -106,17 +115,31 @@ def allreduce(cfg: GpuBenchConfig, ranks: int) -> Measurement:
     why = _reason_to_skip(cfg, ranks)
     if why is not None:
         return skipped("allreduce", "allreduce", "GB/s", why, params=params)
-    job = {"backend": cfg.allreduce_backend, "bytes": cfg.allreduce_bytes, "warmup": max(cfg.warmup, 1),
-           "repeats": cfg.repeats}
+    job = {
+        "backend": cfg.allreduce_backend,
+        "bytes": cfg.allreduce_bytes,
+        "warmup": max(cfg.warmup, 1),
+        "repeats": cfg.repeats,
+    }
     samples, problem = _launch(job, ranks)
     if not samples:
-        return Measurement(kind="allreduce", name="allreduce", status="error", unit="GB/s", params=params,
-                           reason=problem)
+        return Measurement(
+            kind="allreduce", name="allreduce", status="error", unit="GB/s", params=params, reason=problem
+        )
     t = statistics.median(samples)
     busbw = cfg.allreduce_bytes / t * 2 * (ranks - 1) / ranks / 1e9
-    return Measurement(kind="allreduce", name="allreduce", status="ok", unit="GB/s", value=busbw, median_s=t,
-                       min_s=min(samples), max_s=max(samples), repeats=len(samples),
-                       params=params | {"algbw_gb_per_s": cfg.allreduce_bytes / t / 1e9})
+    return Measurement(
+        kind="allreduce",
+        name="allreduce",
+        status="ok",
+        unit="GB/s",
+        value=busbw,
+        median_s=t,
+        min_s=min(samples),
+        max_s=max(samples),
+        repeats=len(samples),
+        params=params | {"algbw_gb_per_s": cfg.allreduce_bytes / t / 1e9},
+    )
 
 
 if __name__ == "__main__":  # one rank: JOB WORLD PORT RANK

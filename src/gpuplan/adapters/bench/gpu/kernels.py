@@ -25,15 +25,27 @@ def _timed(cfg: GpuBenchConfig, device: torch.device, fn: Callable[[], object]) 
 
 
 def _measured(kind: str, name: str, unit: str, amount: float, t: Timing, **extra: object) -> Measurement:
-    return Measurement.model_validate({
-        "kind": kind, "name": name, "status": "ok", "unit": unit, "value": amount / t.median_s,
-        "median_s": t.median_s, "min_s": t.min_s, "max_s": t.max_s, "repeats": t.repeats,
-        "iters_per_repeat": t.iters, **extra})
+    return Measurement.model_validate(
+        {
+            "kind": kind,
+            "name": name,
+            "status": "ok",
+            "unit": unit,
+            "value": amount / t.median_s,
+            "median_s": t.median_s,
+            "min_s": t.min_s,
+            "max_s": t.max_s,
+            "repeats": t.repeats,
+            "iters_per_repeat": t.iters,
+            **extra,
+        }
+    )
 
 
 def skipped(kind: str, name: str, unit: str, reason: str, **extra: object) -> Measurement:
-    return Measurement.model_validate({"kind": kind, "name": name, "status": "skipped", "unit": unit,
-                                       "reason": reason, **extra})
+    return Measurement.model_validate(
+        {"kind": kind, "name": name, "status": "skipped", "unit": unit, "reason": reason, **extra}
+    )
 
 
 def _fp8_operands(n: int, device: torch.device) -> Callable[[], object]:
@@ -76,8 +88,14 @@ def gemm(cfg: GpuBenchConfig, device: torch.device, dtype: str, n: int) -> Measu
     except _Unsupported as why:
         return skipped("gemm", f"gemm_{dtype}", "TFLOP/s", str(why), dtype=dtype, params=params)
     except (RuntimeError, TypeError, NotImplementedError) as exc:
-        return skipped("gemm", f"gemm_{dtype}", "TFLOP/s", f"{type(exc).__name__}: {str(exc)[:200]}",
-                       dtype=dtype, params=params)
+        return skipped(
+            "gemm",
+            f"gemm_{dtype}",
+            "TFLOP/s",
+            f"{type(exc).__name__}: {str(exc)[:200]}",
+            dtype=dtype,
+            params=params,
+        )
     finally:
         torch.backends.cuda.matmul.allow_tf32 = previous
     return _measured("gemm", f"gemm_{dtype}", "TFLOP/s", 2.0 * n**3 / 1e12, t, dtype=dtype, params=params)
@@ -88,8 +106,14 @@ def device_copy(cfg: GpuBenchConfig, device: torch.device, nbytes: int) -> Measu
     src = torch.rand(nbytes // 4, device=device)
     dst = torch.empty_like(src)
     t = _timed(cfg, device, lambda: dst.copy_(src))
-    return _measured("copy", "d2d", "GB/s", 2.0 * src.numel() * 4 / 1e9, t,
-                     params={"bytes": src.numel() * 4, "counted": "read+write"})
+    return _measured(
+        "copy",
+        "d2d",
+        "GB/s",
+        2.0 * src.numel() * 4 / 1e9,
+        t,
+        params={"bytes": src.numel() * 4, "counted": "read+write"},
+    )
 
 
 def host_copies(cfg: GpuBenchConfig, device: torch.device, nbytes: int) -> list[Measurement]:
@@ -104,5 +128,7 @@ def host_copies(cfg: GpuBenchConfig, device: torch.device, nbytes: int) -> list[
     h2d = _timed(cfg, device, lambda: dev.copy_(host, non_blocking=True))
     d2h = _timed(cfg, device, lambda: host.copy_(dev, non_blocking=True))
     amount = dev.numel() * 4 / 1e9
-    return [_measured("copy", "h2d", "GB/s", amount, h2d, params=params),
-            _measured("copy", "d2h", "GB/s", amount, d2h, params=params)]
+    return [
+        _measured("copy", "h2d", "GB/s", amount, h2d, params=params),
+        _measured("copy", "d2h", "GB/s", amount, d2h, params=params),
+    ]

@@ -43,9 +43,13 @@ def _measurements(cfg: GpuBenchConfig, device: torch.device) -> Iterator[Measure
         yield allreduce(cfg, ranks)
 
 
-def run_gpu_bench(cfg: GpuBenchConfig, store_url: str | None = None, *,
-                  on_result: Callable[[Measurement], None] | None = None,
-                  announce: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+def run_gpu_bench(
+    cfg: GpuBenchConfig,
+    store_url: str | None = None,
+    *,
+    on_result: Callable[[Measurement], None] | None = None,
+    announce: Callable[[str, str], None] | None = None,
+) -> dict[str, Any]:
     """Measure, storing each result as it comes; returns the run summary (also stored)."""
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
@@ -66,7 +70,12 @@ def run_gpu_bench(cfg: GpuBenchConfig, store_url: str | None = None, *,
     except KeyboardInterrupt:
         store.set_status(run_id, "interrupted")
         raise BenchmarkError("interrupted; the measurements taken so far are stored") from None
-    summary = {"run_id": run_id, "device": cond["device"], "device_name": cond["device_name"],
-               "gpu": cond.get("gpu"), "results": [m.row() for m in results]}
+    summary = {
+        "run_id": run_id,
+        "device": cond["device"],
+        "device_name": cond["device_name"],
+        "gpu": cond.get("gpu"),
+        "results": [m.row() for m in results],
+    }
     store.finish_run(run_id, "completed", summary)
     return summary

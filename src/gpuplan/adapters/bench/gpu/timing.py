@@ -46,8 +46,9 @@ def _once(fn: Callable[[], object], device: torch.device, iters: int) -> float:
     return (time.perf_counter() - t0) / iters
 
 
-def time_op(fn: Callable[[], object], device: torch.device, *, warmup: int, repeats: int,
-            min_repeat_s: float) -> Timing:
+def time_op(
+    fn: Callable[[], object], device: torch.device, *, warmup: int, repeats: int, min_repeat_s: float
+) -> Timing:
     """Seconds per call of ``fn``: median (and min, max) over ``repeats`` timed repeats."""
     for _ in range(warmup):
         fn()

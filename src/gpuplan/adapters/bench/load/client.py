@@ -46,8 +46,13 @@ class _Stream:
 
     def feed(self, chunk: bytes, now: float) -> None:
         """Body bytes as they arrive; complete events are handled at once, stamped ``now``."""
-        if not self.partial and not self.data and chunk.startswith(b"data:") and chunk.endswith(b"\n\n") \
-                and chunk.count(b"\n") == 2:  # the common case: one single-line event per chunk
+        if (
+            not self.partial
+            and not self.data
+            and chunk.startswith(b"data:")
+            and chunk.endswith(b"\n\n")
+            and chunk.count(b"\n") == 2
+        ):  # the common case: one single-line event per chunk
             _event(self, chunk[5:-2].strip(), now)
             return
         if self.partial:
@@ -70,9 +75,14 @@ class _Stream:
 
 
 def request_body(config: LoadConfig, prompt: str, output_tokens: int | None = None) -> bytes:
-    body: dict[str, Any] = {"model": config.model, "max_tokens": output_tokens or config.output_tokens,
-                            "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True,
-                            "temperature": 0.0}
+    body: dict[str, Any] = {
+        "model": config.model,
+        "max_tokens": output_tokens or config.output_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+        "temperature": 0.0,
+    }
     if config.api == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
     else:
@@ -115,7 +125,7 @@ def _decoded(state: _Stream, data: bytes, now: float) -> None:
     except (ValueError, StopIteration):
         raise MalformedSSE(data[:80].decode(errors="replace")) from None
     if end != len(text):
-        raise MalformedSSE(f"trailing bytes after the JSON event: {text[end:end + 40]!r}")
+        raise MalformedSSE(f"trailing bytes after the JSON event: {text[end : end + 40]!r}")
     if not isinstance(payload, dict):
         raise MalformedSSE("event is not a JSON object")
     choices = payload.get("choices")
@@ -142,8 +152,17 @@ def classify(exc: BaseException) -> str:
     return "other"
 
 
-def start(pool: Pool, config: LoadConfig, payload: bytes, index: int, scheduled_s: float, origin: float,
-          warmup: bool, input_tokens: int, keep: Callable[[RequestRecord], None]) -> None:
+def start(
+    pool: Pool,
+    config: LoadConfig,
+    payload: bytes,
+    index: int,
+    scheduled_s: float,
+    origin: float,
+    warmup: bool,
+    input_tokens: int,
+    keep: Callable[[RequestRecord], None],
+) -> None:
     """Send one request (``payload``: the HTTP request bytes) now, driven by callbacks (no task);
     ``keep`` gets its record when it ends. Never raises for request failures (they become ``error``)."""
     sent = clock()
@@ -151,17 +170,38 @@ def start(pool: Pool, config: LoadConfig, payload: bytes, index: int, scheduled_
 
     def done(ex: Exchange | None, error: BaseException | None) -> None:
         try:
-            record = _finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens)
+            record = _finish(
+                state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens
+            )
         except Exception as exc:  # a bug here must not lose the request (nor hang the run)
-            record = _record(_Stream(), index, scheduled_s + origin, sent, clock(), origin, warmup, None, "other",
-                             f"{type(exc).__name__}: {exc}"[:200], input_tokens)
+            record = _record(
+                _Stream(),
+                index,
+                scheduled_s + origin,
+                sent,
+                clock(),
+                origin,
+                warmup,
+                None,
+                "other",
+                f"{type(exc).__name__}: {exc}"[:200],
+                input_tokens,
+            )
         keep(record)
 
     pool.submit(payload, state.feed, config.request_timeout_s, done)
 
 
-async def send(pool: Pool, config: LoadConfig, payload: bytes, index: int, scheduled_s: float, origin: float,
-               warmup: bool, input_tokens: int) -> RequestRecord:
+async def send(
+    pool: Pool,
+    config: LoadConfig,
+    payload: bytes,
+    index: int,
+    scheduled_s: float,
+    origin: float,
+    warmup: bool,
+    input_tokens: int,
+) -> RequestRecord:
     """:func:`start` as a coroutine returning the record."""
     sent = clock()
     state = _Stream()
@@ -174,8 +214,17 @@ async def send(pool: Pool, config: LoadConfig, payload: bytes, index: int, sched
     return _finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens)
 
 
-def _finish(state: _Stream, ex: Exchange | None, error: BaseException | None, index: int, scheduled: float,
-            sent: float, origin: float, warmup: bool, input_tokens: int) -> RequestRecord:
+def _finish(
+    state: _Stream,
+    ex: Exchange | None,
+    error: BaseException | None,
+    index: int,
+    scheduled: float,
+    sent: float,
+    origin: float,
+    warmup: bool,
+    input_tokens: int,
+) -> RequestRecord:
     status = ex.status if ex is not None and ex.status else None
     done = ex.done_at if ex is not None and ex.done_at else clock()
     kind: str | None = None
@@ -194,16 +243,33 @@ def _finish(state: _Stream, ex: Exchange | None, error: BaseException | None, in
     return _record(state, index, scheduled, sent, done, origin, warmup, status, kind, detail, input_tokens)
 
 
-def _record(state: _Stream, index: int, scheduled: float, sent: float, done: float, origin: float,
-            warmup: bool, status: int | None, error: str | None, detail: str | None,
-            input_tokens: int) -> RequestRecord:
+def _record(
+    state: _Stream,
+    index: int,
+    scheduled: float,
+    sent: float,
+    done: float,
+    origin: float,
+    warmup: bool,
+    status: int | None,
+    error: str | None,
+    detail: str | None,
+    input_tokens: int,
+) -> RequestRecord:
     times = state.token_times
     out = state.completion_tokens if state.completion_tokens is not None else len(times)
     common: dict[str, Any] = {
-        "index": index, "scheduled_s": scheduled - origin, "sent_s": sent - origin, "done_s": done - origin,
-        "warmup": warmup, "status": status, "error": error, "error_detail": detail,
+        "index": index,
+        "scheduled_s": scheduled - origin,
+        "sent_s": sent - origin,
+        "done_s": done - origin,
+        "warmup": warmup,
+        "status": status,
+        "error": error,
+        "error_detail": detail,
         "input_tokens": state.prompt_tokens if state.prompt_tokens is not None else input_tokens,
-        "output_tokens": out, "usage_reported": state.completion_tokens is not None,
+        "output_tokens": out,
+        "usage_reported": state.completion_tokens is not None,
     }
     if error is not None or not times:
         return RequestRecord(**common)
@@ -211,5 +277,12 @@ def _record(state: _Stream, index: int, scheduled: float, sent: float, done: flo
     late = (sent - scheduled) * 1e3
     tpot = (e2e - ttft) / (out - 1) if out > 1 else None
     itl = tuple((b - a) * 1e3 for a, b in itertools.pairwise(times))
-    return RequestRecord(**common, ttft_ms=ttft, ttft_sched_ms=ttft + late, e2e_ms=e2e,
-                         e2e_sched_ms=e2e + late, tpot_ms=tpot, itl_ms=itl)
+    return RequestRecord(
+        **common,
+        ttft_ms=ttft,
+        ttft_sched_ms=ttft + late,
+        e2e_ms=e2e,
+        e2e_sched_ms=e2e + late,
+        tpot_ms=tpot,
+        itl_ms=itl,
+    )

@@ -66,13 +66,16 @@ class LoadConfig(FrozenModel):
 
     @property
     def mode(self) -> str:
-        return "trace" if self.trace_path is not None else "rate" if self.rate_rps is not None else "concurrency"
+        return (
+            "trace" if self.trace_path is not None else "rate" if self.rate_rps is not None else "concurrency"
+        )
 
     @property
     def path(self) -> str:
         """The request path, under the URL's own path prefix if it has one."""
-        return urlsplit(self.url).path.rstrip("/") + ("/v1/completions" if self.api == "completions"
-                                                      else "/v1/chat/completions")
+        return urlsplit(self.url).path.rstrip("/") + (
+            "/v1/completions" if self.api == "completions" else "/v1/chat/completions"
+        )
 
     @property
     def endpoint(self) -> str:

@@ -71,8 +71,9 @@ async def _monitor(lags: list[float], stop: asyncio.Event) -> None:
         lags.append((clock() - start - LAG_PERIOD_S) * 1e3)
 
 
-async def drive(config: LoadConfig, plan: Plan, sink: Sink, skip: set[int], shard: Shard,
-                origin: float) -> Outcome:
+async def drive(
+    config: LoadConfig, plan: Plan, sink: Sink, skip: set[int], shard: Shard, origin: float
+) -> Outcome:
     """This process's share (``index % shard[1] == shard[0]``) of the load, on the running loop."""
     outcome = Outcome()
     stop = asyncio.Event()
@@ -100,19 +101,44 @@ def _payload(config: LoadConfig, plan: Plan, pool: Pool, index: int) -> tuple[by
     return pool.request_bytes(config.path, client.request_body(config, prompt, output_tokens)), input_tokens
 
 
-async def _one(config: LoadConfig, pool: Pool, prepared: tuple[bytes, int], index: int, offset: float,
-               origin: float, keep: Sink) -> None:
+async def _one(
+    config: LoadConfig,
+    pool: Pool,
+    prepared: tuple[bytes, int],
+    index: int,
+    offset: float,
+    origin: float,
+    keep: Sink,
+) -> None:
     payload, input_tokens = prepared
-    keep(await client.send(pool, config, payload, index, offset, origin, offset < config.warmup_s, input_tokens))
+    keep(
+        await client.send(
+            pool, config, payload, index, offset, origin, offset < config.warmup_s, input_tokens
+        )
+    )
 
 
 class _Dispatcher:
     """Open-loop sends by timer callbacks: at each wake every due request is started (no task per
     request), the next one's bytes are prepared, and the timer is armed for its time."""
 
-    def __init__(self, config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, todo: list[tuple[int, float]],
-                 origin: float) -> None:
-        self.config, self.plan, self.pool, self.keep, self.todo, self.origin = config, plan, pool, keep, todo, origin
+    def __init__(
+        self,
+        config: LoadConfig,
+        plan: Plan,
+        pool: Pool,
+        keep: Sink,
+        todo: list[tuple[int, float]],
+        origin: float,
+    ) -> None:
+        self.config, self.plan, self.pool, self.keep, self.todo, self.origin = (
+            config,
+            plan,
+            pool,
+            keep,
+            todo,
+            origin,
+        )
         self.loop = asyncio.get_running_loop()
         self.finished: asyncio.Future[None] = self.loop.create_future()
         self.next = 0
@@ -127,8 +153,17 @@ class _Dispatcher:
             payload, input_tokens = self.prepared
             self.next += 1
             self.in_flight += 1
-            client.start(self.pool, self.config, payload, index, offset, origin, offset < warmup, input_tokens,
-                         self._done)
+            client.start(
+                self.pool,
+                self.config,
+                payload,
+                index,
+                offset,
+                origin,
+                offset < warmup,
+                input_tokens,
+                self._done,
+            )
             if self.next < len(todo):
                 self.prepared = _payload(self.config, self.plan, self.pool, todo[self.next][0])
             now = clock()
@@ -149,21 +184,24 @@ class _Dispatcher:
             self.finished.set_result(None)
 
 
-async def _open_loop(config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, skip: set[int], shard: Shard,
-                     origin: float) -> None:
+async def _open_loop(
+    config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, skip: set[int], shard: Shard, origin: float
+) -> None:
     part, parts = shard
     todo = [(i, t) for i, t in enumerate(plan.offsets) if i % parts == part and i not in skip]
     dispatcher = _Dispatcher(config, plan, pool, keep, todo, origin)
     dispatcher.fire()
     last = origin + (todo[-1][1] if todo else 0.0)
     # Every request has its own timeout; this bound only guards against a bug leaving one unanswered.
-    async with asyncio.timeout_at(asyncio.get_running_loop().time() + max(last - clock(), 0.0)
-                                  + config.request_timeout_s + 30.0):
+    async with asyncio.timeout_at(
+        asyncio.get_running_loop().time() + max(last - clock(), 0.0) + config.request_timeout_s + 30.0
+    ):
         await dispatcher.finished
 
 
-async def _closed_loop(config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, skip: set[int], shard: Shard,
-                       origin: float) -> None:
+async def _closed_loop(
+    config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, skip: set[int], shard: Shard, origin: float
+) -> None:
     part, parts = shard
     end = origin + config.warmup_s + config.duration_s
     counter = (i for i in itertools.count(part, parts) if i not in skip)
@@ -178,6 +216,8 @@ async def _closed_loop(config: LoadConfig, plan: Plan, pool: Pool, keep: Sink, s
     async def worker() -> None:
         while clock() < end and next(sent) < limit:
             index = next(counter)
-            await _one(config, pool, _payload(config, plan, pool, index), index, clock() - origin, origin, keep)
+            await _one(
+                config, pool, _payload(config, plan, pool, index), index, clock() - origin, origin, keep
+            )
 
     await asyncio.gather(*(worker() for _ in range(workers)))

@@ -45,19 +45,34 @@ class SloSearch(BaseModel):
 
 def sweep(config: LoadConfig, rates: Sequence[float], run: Runner) -> list[BenchSummary]:
     """One open-loop run per rate, in the order given."""
-    return [run(config.model_copy(update={"rate_rps": float(r), "concurrency": None, "trace_path": None}))
-            for r in rates]
+    return [
+        run(config.model_copy(update={"rate_rps": float(r), "concurrency": None, "trace_path": None}))
+        for r in rates
+    ]
 
 
-def judge(summary: BenchSummary, rate: float, ttft_p99_ms: float | None, tpot_p99_ms: float | None) -> SloStep:
+def judge(
+    summary: BenchSummary, rate: float, ttft_p99_ms: float | None, tpot_p99_ms: float | None
+) -> SloStep:
     """Whether one run at ``rate`` met the SLO (see the module doc)."""
     ttft, tpot = summary.ttft_from_schedule_ms.p99, summary.tpot_ms.p99
     failed = summary.requests_failed / max(summary.requests_sent, 1)
-    passed = (abs(summary.achieved_rate - rate) <= 0.01 * rate and failed <= 0.01 and summary.requests_completed > 0
-              and (ttft_p99_ms is None or (ttft is not None and ttft <= ttft_p99_ms))
-              and (tpot_p99_ms is None or tpot is None or tpot <= tpot_p99_ms))
-    return SloStep(rate_rps=rate, passed=passed, run_id=summary.run_id, achieved_rate=summary.achieved_rate,
-                   ttft_p99_ms=ttft, tpot_p99_ms=tpot, failed_share=failed)
+    passed = (
+        abs(summary.achieved_rate - rate) <= 0.01 * rate
+        and failed <= 0.01
+        and summary.requests_completed > 0
+        and (ttft_p99_ms is None or (ttft is not None and ttft <= ttft_p99_ms))
+        and (tpot_p99_ms is None or tpot is None or tpot <= tpot_p99_ms)
+    )
+    return SloStep(
+        rate_rps=rate,
+        passed=passed,
+        run_id=summary.run_id,
+        achieved_rate=summary.achieved_rate,
+        ttft_p99_ms=ttft,
+        tpot_p99_ms=tpot,
+        failed_share=failed,
+    )
 
 
 def _next_rate(good: float | None, bad: float | None, rate: float, resolution: float) -> float | None:
@@ -70,8 +85,16 @@ def _next_rate(good: float | None, bad: float | None, rate: float, resolution: f
     return (good + bad) / 2.0
 
 
-def max_rate_under_slo(config: LoadConfig, run: Runner, *, start_rps: float, ttft_p99_ms: float | None,
-                       tpot_p99_ms: float | None, max_steps: int = 8, resolution: float = 0.05) -> SloSearch:
+def max_rate_under_slo(
+    config: LoadConfig,
+    run: Runner,
+    *,
+    start_rps: float,
+    ttft_p99_ms: float | None,
+    tpot_p99_ms: float | None,
+    max_steps: int = 8,
+    resolution: float = 0.05,
+) -> SloSearch:
     """Search the highest rate meeting the SLO with at most ``max_steps`` runs."""
     if ttft_p99_ms is None and tpot_p99_ms is None:
         raise ValueError("give --slo-ttft-p99-ms and/or --slo-tpot-p99-ms")
@@ -87,5 +110,6 @@ def max_rate_under_slo(config: LoadConfig, run: Runner, *, start_rps: float, ttf
         else:
             bad = rate
         rate = _next_rate(good, bad, rate, resolution)
-    return SloSearch(max_rate_under_slo=good, slo_ttft_p99_ms=ttft_p99_ms, slo_tpot_p99_ms=tpot_p99_ms,
-                     steps=steps)
+    return SloSearch(
+        max_rate_under_slo=good, slo_ttft_p99_ms=ttft_p99_ms, slo_tpot_p99_ms=tpot_p99_ms, steps=steps
+    )

@@ -25,8 +25,9 @@ START_TIMEOUT_S = 120.0
 POLL_S = 0.5
 
 
-def _worker(config_json: str, shard: int, parts: int, skip: list[int], start: Event, origin: Any,
-            out: Any) -> None:
+def _worker(
+    config_json: str, shard: int, parts: int, skip: list[int], start: Event, origin: Any, out: Any
+) -> None:
     import asyncio
 
     try:
@@ -37,8 +38,16 @@ def _worker(config_json: str, shard: int, parts: int, skip: list[int], start: Ev
             return
         cpu = time.process_time()
         with asyncio.Runner(loop_factory=new_loop) as runner:
-            outcome = runner.run(drive(config, plan, lambda r: out.put(("record", shard, r)), set(skip),
-                                       (shard, parts), origin.value))
+            outcome = runner.run(
+                drive(
+                    config,
+                    plan,
+                    lambda r: out.put(("record", shard, r)),
+                    set(skip),
+                    (shard, parts),
+                    origin.value,
+                )
+            )
         out.put(("end", shard, (outcome.loop_lag_ms, time.process_time() - cpu)))
     except BaseException as exc:  # reported to the parent, which fails the run
         out.put(("error", shard, f"{type(exc).__name__}: {exc}"))
@@ -93,9 +102,15 @@ def run_sharded(config: LoadConfig, plan: Plan, sink: Sink, skip: set[int]) -> O
     start = ctx.Event()
     origin = ctx.Value("d", 0.0)
     parts = config.workers
-    procs = [ctx.Process(target=_worker, name=f"gpuplan-load-{k}", daemon=True,
-                         args=(config.model_dump_json(), k, parts, sorted(skip), start, origin, out))
-             for k in range(parts)]
+    procs = [
+        ctx.Process(
+            target=_worker,
+            name=f"gpuplan-load-{k}",
+            daemon=True,
+            args=(config.model_dump_json(), k, parts, sorted(skip), start, origin, out),
+        )
+        for k in range(parts)
+    ]
     outcome = Outcome()
     cpu = time.process_time()
     for proc in procs:

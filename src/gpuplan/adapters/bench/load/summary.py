@@ -84,15 +84,26 @@ def _meets_slo(r: RequestRecord, config: LoadConfig) -> bool:
     return not (config.slo_tpot_ms is not None and r.tpot_ms is not None and r.tpot_ms > config.slo_tpot_ms)
 
 
-def _client(lags: list[float], loop_lag_ms: Sequence[float], cpu_s: float | None, sent: int) -> ClientLateness:
-    return ClientLateness(send_lag_ms=dist(lags), sends_late_over_1ms=(
-        sum(x > 1.0 for x in lags) / len(lags) if lags else 0.0), loop_lag_ms=dist(list(loop_lag_ms)),
-        cpu_ms_per_request=cpu_s * 1e3 / sent if cpu_s is not None and sent else None)
+def _client(
+    lags: list[float], loop_lag_ms: Sequence[float], cpu_s: float | None, sent: int
+) -> ClientLateness:
+    return ClientLateness(
+        send_lag_ms=dist(lags),
+        sends_late_over_1ms=(sum(x > 1.0 for x in lags) / len(lags) if lags else 0.0),
+        loop_lag_ms=dist(list(loop_lag_ms)),
+        cpu_ms_per_request=cpu_s * 1e3 / sent if cpu_s is not None and sent else None,
+    )
 
 
-def summarize(run_id: str, config: LoadConfig, records: Sequence[RequestRecord],
-              loop_lag_ms: Sequence[float] = (), cpu_s: float | None = None, session_requests: int = 0,
-              server_metrics: dict[str, Any] | None = None) -> BenchSummary:
+def summarize(
+    run_id: str,
+    config: LoadConfig,
+    records: Sequence[RequestRecord],
+    loop_lag_ms: Sequence[float] = (),
+    cpu_s: float | None = None,
+    session_requests: int = 0,
+    server_metrics: dict[str, Any] | None = None,
+) -> BenchSummary:
     """The summary of all measured (non-warm-up) records; latest record per index wins.
 
     ``cpu_s``: the client's CPU seconds over the ``session_requests`` requests this session sent."""
@@ -107,9 +118,14 @@ def summarize(run_id: str, config: LoadConfig, records: Sequence[RequestRecord],
     slo = config.slo_ttft_ms is not None or config.slo_tpot_ms is not None
     lags = [r.send_lag_ms for r in measured] if config.open_loop else []
     return BenchSummary(
-        run_id=run_id, mode=config.mode, target_rate=config.rate_rps,
-        concurrency=config.concurrency, duration_s=config.duration_s, requests_sent=len(measured),
-        requests_completed=len(ok), requests_failed=len(measured) - len(ok),
+        run_id=run_id,
+        mode=config.mode,
+        target_rate=config.rate_rps,
+        concurrency=config.concurrency,
+        duration_s=config.duration_s,
+        requests_sent=len(measured),
+        requests_completed=len(ok),
+        requests_failed=len(measured) - len(ok),
         warmup_excluded=len(latest) - len(measured),
         achieved_rate=(len(measured) if config.open_loop else len(ok)) / window,
         ttft_ms=dist([r.ttft_ms for r in ok if r.ttft_ms is not None]),
@@ -123,5 +139,6 @@ def summarize(run_id: str, config: LoadConfig, records: Sequence[RequestRecord],
         output_tokens_per_s=out_tokens / max(done_span, window, 1e-9),
         goodput_rps=sum(_meets_slo(r, config) for r in ok) / window if slo else None,
         errors=dict(Counter(r.error for r in measured if r.error is not None)),
-        client=_client(lags, loop_lag_ms, cpu_s, session_requests), server_metrics=server_metrics,
+        client=_client(lags, loop_lag_ms, cpu_s, session_requests),
+        server_metrics=server_metrics,
     )

@@ -27,8 +27,18 @@ from gpuplan.adapters.bench.load.http1 import (
     whole_chunk,
 )
 
-__all__ = ["BodySink", "ConnectFailed", "Dropped", "Exchange", "Pool", "ProtocolViolation", "RequestTimeout",
-           "WireError", "clock", "parse_head"]
+__all__ = [
+    "BodySink",
+    "ConnectFailed",
+    "Dropped",
+    "Exchange",
+    "Pool",
+    "ProtocolViolation",
+    "RequestTimeout",
+    "WireError",
+    "clock",
+    "parse_head",
+]
 
 BodySink = Callable[[bytes, float], None]
 OnDone = Callable[["Exchange | None", "BaseException | None"], None]
@@ -207,8 +217,9 @@ class _Conn(asyncio.Protocol):
             self._complete(ex, now)
         return cut + 2
 
-    def _start_body(self, ex: Exchange, now: float, status: int, chunked: bool, length: int | None,
-                    close: bool) -> None:
+    def _start_body(
+        self, ex: Exchange, now: float, status: int, chunked: bool, length: int | None, close: bool
+    ) -> None:
         if status < 200:  # 1xx: another head follows
             return
         ex.status, ex.keep_alive = status, not close
@@ -260,15 +271,19 @@ class Pool:
 
     def request_bytes(self, path: str, body: bytes, content_type: str = "application/json") -> bytes:
         """A POST with ``body``, ready for the wire."""
-        head = (f"POST {path} HTTP/1.1\r\nHost: {self.authority}\r\nContent-Type: {content_type}\r\n"
-                f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n")
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.authority}\r\nContent-Type: {content_type}\r\n"
+            f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
         return head.encode("latin-1") + body
 
     async def _connect(self, deadline: float) -> _Conn:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout_at(deadline):
-                _, conn = await loop.create_connection(lambda: _Conn(self), self.host, self.port, ssl=self.ssl)
+                _, conn = await loop.create_connection(
+                    lambda: _Conn(self), self.host, self.port, ssl=self.ssl
+                )
         except TimeoutError:
             raise RequestTimeout(f"connecting to {self.host}:{self.port} timed out") from None
         except OSError as exc:
@@ -326,8 +341,15 @@ class _Attempt:
 
     __slots__ = ("conn", "deadline", "loop", "on_done", "payload", "pool", "retried", "sink", "timer")
 
-    def __init__(self, pool: Pool, loop: asyncio.AbstractEventLoop, payload: bytes, sink: BodySink,
-                 deadline: float, on_done: OnDone) -> None:
+    def __init__(
+        self,
+        pool: Pool,
+        loop: asyncio.AbstractEventLoop,
+        payload: bytes,
+        sink: BodySink,
+        deadline: float,
+        on_done: OnDone,
+    ) -> None:
         self.pool, self.loop, self.payload, self.sink = pool, loop, payload, sink
         self.deadline, self.on_done = deadline, on_done
         self.retried = False
@@ -360,8 +382,13 @@ class _Attempt:
         if self.timer is not None:
             self.timer.cancel()
         conn = self.conn
-        if (isinstance(error, Dropped) and not self.retried and conn is not None and conn.reused
-                and not ex.received):
+        if (
+            isinstance(error, Dropped)
+            and not self.retried
+            and conn is not None
+            and conn.reused
+            and not ex.received
+        ):
             self.retried = True
             self.start()
             return

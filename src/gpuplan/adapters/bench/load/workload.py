@@ -64,8 +64,11 @@ def load_trace(path: str) -> tuple[list[float], list[int], list[int]]:
         trace = parse_trace(text, origin=path, fmt="jsonl")
     else:
         trace = parse_trace(text, origin=path, fmt="csv")
-    return ([float(t) for t in trace.arrival_s], [int(n) for n in trace.input_tokens],
-            [int(n) for n in trace.output_tokens])
+    return (
+        [float(t) for t in trace.arrival_s],
+        [int(n) for n in trace.input_tokens],
+        [int(n) for n in trace.output_tokens],
+    )
 
 
 def trace_span_s(path: str) -> float:
@@ -82,7 +85,7 @@ def _prompt(item: object, path: str, number: int) -> Prompt:
         if out is not None and (not isinstance(out, int) or out < 1):
             raise FileFormatError(f"{path} line {number}: output_tokens must be a whole number >= 1")
         return Prompt(item["prompt"], out)
-    raise FileFormatError(f"{path} line {number}: expected a string or an object with a \"prompt\" string")
+    raise FileFormatError(f'{path} line {number}: expected a string or an object with a "prompt" string')
 
 
 def load_prompts(path: str) -> list[Prompt]:

@@ -37,14 +37,21 @@ class MockConfig(FiniteModel):
         return self
 
     def fault_total(self) -> float:
-        return self.error_500_rate + self.error_429_rate + self.drop_rate + self.malformed_rate + self.slow_rate
+        return (
+            self.error_500_rate + self.error_429_rate + self.drop_rate + self.malformed_rate + self.slow_rate
+        )
 
     def fault_table(self) -> tuple[tuple[str, float], ...]:
         """(fault, cumulative probability) in draw order."""
         table: list[tuple[str, float]] = []
         total = 0.0
-        for name, p in (("500", self.error_500_rate), ("429", self.error_429_rate), ("drop", self.drop_rate),
-                        ("malformed", self.malformed_rate), ("slow", self.slow_rate)):
+        for name, p in (
+            ("500", self.error_500_rate),
+            ("429", self.error_429_rate),
+            ("drop", self.drop_rate),
+            ("malformed", self.malformed_rate),
+            ("slow", self.slow_rate),
+        ):
             if p > 0:
                 total += p
                 table.append((name, total))

@@ -67,7 +67,13 @@ def parse(buffer: bytearray) -> Request | None:
     return Request(method, target.split("?", 1)[0], headers, body)
 
 
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+}
 
 
 def response(status: int, payload: dict[str, Any], *, keep_alive: bool = True) -> bytes:

@@ -165,7 +165,9 @@ class _Connection(asyncio.Protocol):
             return self.done(request.keep_alive)
         if request.method == "GET" and request.path == "/metrics":
             text = self.server.stats.prometheus(self.server.active, len(self.server.waiting))
-            self.write(http.text_response(200, text, "text/plain; version=0.0.4", keep_alive=request.keep_alive))
+            self.write(
+                http.text_response(200, text, "text/plain; version=0.0.4", keep_alive=request.keep_alive)
+            )
             return self.done(request.keep_alive)
         if request.method == "POST" and request.path == "/mock/reset":
             self.server.stats.reset()
@@ -173,7 +175,9 @@ class _Connection(asyncio.Protocol):
             return self.done(request.keep_alive)
         api = ROUTES.get(request.path) if request.method == "POST" else None
         if api is None:
-            self.write(http.response(404, {"error": {"message": f"no route {request.method} {request.path}"}}))
+            self.write(
+                http.response(404, {"error": {"message": f"no route {request.method} {request.path}"}})
+            )
             return self.done(request.keep_alive)
         try:
             body = request.json()
@@ -205,7 +209,9 @@ class _Connection(asyncio.Protocol):
 class _Stream:
     """One generation: headers, then one SSE event per token on an absolute schedule."""
 
-    def __init__(self, conn: _Connection, api: str, body: dict[str, Any], fault: str | None, keep_alive: bool):
+    def __init__(
+        self, conn: _Connection, api: str, body: dict[str, Any], fault: str | None, keep_alive: bool
+    ):
         self.conn = conn
         self.server = conn.server
         self.loop = asyncio.get_running_loop()
@@ -214,8 +220,11 @@ class _Stream:
         self.keep_alive = keep_alive
         self.streaming = bool(body.get("stream", False))
         self.model = str(body.get("model", "mock"))
-        self.tokens = int(body.get("max_tokens") or body.get("max_completion_tokens")
-                          or self.server.config.default_output_tokens)
+        self.tokens = int(
+            body.get("max_tokens")
+            or body.get("max_completion_tokens")
+            or self.server.config.default_output_tokens
+        )
         self.prompt_tokens = estimate_tokens(_prompt_text(api, body))
         options = body.get("stream_options") or {}
         self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
@@ -252,7 +261,7 @@ class _Stream:
             self.finish(aborted=True)
             return
         if self.fault == "malformed" and self.sent == half:
-            self.conn.write(http.chunk(b"data: {\"choices\": [{\"text\": \n\n"))
+            self.conn.write(http.chunk(b'data: {"choices": [{"text": \n\n'))
         if self.sent < self.tokens:
             self.conn.write(self.token_event)
             due += self.server.config.itl_ms / 1e3
@@ -268,20 +277,31 @@ class _Stream:
     def respond_whole(self, due: float) -> None:
         self.server.stats.record((self.loop.time() - due) * 1e3)
         text = " the" * self.tokens
-        choice: dict[str, Any] = ({"index": 0, "text": text, "finish_reason": "length"} if self.api == "completions"
-                                  else {"index": 0, "message": {"role": "assistant", "content": text},
-                                        "finish_reason": "length"})
+        choice: dict[str, Any] = (
+            {"index": 0, "text": text, "finish_reason": "length"}
+            if self.api == "completions"
+            else {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+        )
         obj = "text_completion" if self.api == "completions" else "chat.completion"
         payload = self._usage_payload() | {"object": obj, "choices": [choice]}
         self.conn.write(http.response(200, payload, keep_alive=self.keep_alive))
         self.finish()
 
     def _usage_payload(self) -> dict[str, Any]:
-        usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.tokens,
-                 "total_tokens": self.prompt_tokens + self.tokens}
+        usage = {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.tokens,
+            "total_tokens": self.prompt_tokens + self.tokens,
+        }
         obj = "text_completion" if self.api == "completions" else "chat.completion.chunk"
-        return {"id": self.ident, "object": obj, "created": int(time.time()), "model": self.model,
-                "choices": [], "usage": usage}
+        return {
+            "id": self.ident,
+            "object": obj,
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [],
+            "usage": usage,
+        }
 
     def finish(self, aborted: bool = False) -> None:
         if not self.running:
@@ -314,8 +334,12 @@ def _prompt_text(api: str, body: dict[str, Any]) -> str:
 
 def _token_payload(api: str, ident: str, model: str, finish: str | None) -> dict[str, Any]:
     if api == "completions":
-        choice: dict[str, Any] = {"index": 0, "text": "" if finish else " the", "logprobs": None,
-                                  "finish_reason": finish}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "text": "" if finish else " the",
+            "logprobs": None,
+            "finish_reason": finish,
+        }
         obj = "text_completion"
     else:
         delta = {} if finish else {"role": "assistant", "content": " the"}

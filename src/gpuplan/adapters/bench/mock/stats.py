@@ -70,10 +70,13 @@ class LatenessStats:
 
     def prometheus(self, running: int, waiting: int) -> str:
         """A few vLLM-named metrics in the Prometheus text format (for ``bench serve --scrape-metrics``)."""
-        lines = [("vllm:num_requests_running", "gauge", running), ("vllm:num_requests_waiting", "gauge", waiting),
-                 ("vllm:request_success_total", "counter", self.completed),
-                 ("vllm:prompt_tokens_total", "counter", self.prompt_tokens),
-                 ("vllm:generation_tokens_total", "counter", self.generation_tokens)]
+        lines = [
+            ("vllm:num_requests_running", "gauge", running),
+            ("vllm:num_requests_waiting", "gauge", waiting),
+            ("vllm:request_success_total", "counter", self.completed),
+            ("vllm:prompt_tokens_total", "counter", self.prompt_tokens),
+            ("vllm:generation_tokens_total", "counter", self.generation_tokens),
+        ]
         out = []
         for name, kind, value in lines:
             out += [f"# TYPE {name} {kind}", f'{name}{{model_name="mock"}} {float(value)}']

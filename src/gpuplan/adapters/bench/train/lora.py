@@ -35,8 +35,11 @@ def apply_lora(model: nn.Module, rank: int) -> int:
     """Freeze ``model`` and adapt every target projection in place; returns the trainable count."""
     for p in model.parameters():
         p.requires_grad_(False)
-    targets = [(name, module) for name, module in model.named_modules()
-               if isinstance(module, nn.Linear) and name.rsplit(".", 1)[-1] in LORA_TARGETS]
+    targets = [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Linear) and name.rsplit(".", 1)[-1] in LORA_TARGETS
+    ]
     for name, module in targets:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model

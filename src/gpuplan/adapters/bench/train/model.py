@@ -28,8 +28,10 @@ def _bundled_bench(model_id: str) -> dict[str, Any] | None:
 
 def _bundled_gpuplan(model_id: str) -> dict[str, Any] | None:
     configs = bundled("models", "configs")
-    index = {row["hf_id"].lower(): row["file"]
-             for row in csv.DictReader(io.StringIO(configs.joinpath("INDEX.csv").read_text(encoding="utf-8")))}
+    index = {
+        row["hf_id"].lower(): row["file"]
+        for row in csv.DictReader(io.StringIO(configs.joinpath("INDEX.csv").read_text(encoding="utf-8")))
+    }
     name = {k.lower(): v for k, v in aliases().items()}.get(model_id.lower(), model_id).lower()
     if name not in index:
         return None
@@ -46,8 +48,10 @@ def resolve_config(model_id: str) -> dict[str, Any]:
         path = path / "config.json"
     if path.is_file():
         return dict(json.loads(path.read_text(encoding="utf-8")))
-    raise UserInputError(f"no config for model {model_id!r}",
-                         hint="a bundled id (gpuplan models), tiny-llama, or a path to config.json")
+    raise UserInputError(
+        f"no config for model {model_id!r}",
+        hint="a bundled id (gpuplan models), tiny-llama, or a path to config.json",
+    )
 
 
 def build_model(config: dict[str, Any], dtype: str, device: torch.device) -> torch.nn.Module:

@@ -57,8 +57,11 @@ class _Bench:
         self.model = build_model(config, dtype, device)
         if cfg.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()  # type: ignore[operator]
-        self.trainable = (apply_lora(self.model, cfg.lora_rank) if cfg.method == "lora"
-                          else sum(p.numel() for p in self.model.parameters()))
+        self.trainable = (
+            apply_lora(self.model, cfg.lora_rank)
+            if cfg.method == "lora"
+            else sum(p.numel() for p in self.model.parameters())
+        )
         self.model.train()
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate)
@@ -77,8 +80,13 @@ class _Bench:
 
     def measure(self, batch: int) -> TrainResult:
         cfg = self.cfg
-        base = {"name": f"bs{batch}", "batch_size": batch, "seq_len": cfg.seq_len, "method": cfg.method,
-                "dtype": self.dtype}
+        base = {
+            "name": f"bs{batch}",
+            "batch_size": batch,
+            "seq_len": cfg.seq_len,
+            "method": cfg.method,
+            "dtype": self.dtype,
+        }
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
         try:
@@ -97,9 +105,16 @@ class _Bench:
         tokens = base["batch_size"] * base["seq_len"]
         flops = self.flops_per_token * tokens if self.flops_per_token is not None else None
         peak = int(torch.cuda.max_memory_allocated(self.device)) if self.device.type == "cuda" else None
-        return TrainResult(status="ok", value=t, step_s=times, tokens_per_s=tokens / t, model_flops_per_step=flops,
-                           achieved_tflops=flops / t / 1e12 if flops is not None else None,
-                           peak_memory_bytes=peak, **base)
+        return TrainResult(
+            status="ok",
+            value=t,
+            step_s=times,
+            tokens_per_s=tokens / t,
+            model_flops_per_step=flops,
+            achieved_tflops=flops / t / 1e12 if flops is not None else None,
+            peak_memory_bytes=peak,
+            **base,
+        )
 
     def _recover(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -108,9 +123,13 @@ class _Bench:
             torch.cuda.empty_cache()
 
 
-def run_train_bench(cfg: TrainBenchConfig, store_url: str | None = None, *,
-                    on_result: Callable[[TrainResult], None] | None = None,
-                    announce: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+def run_train_bench(
+    cfg: TrainBenchConfig,
+    store_url: str | None = None,
+    *,
+    on_result: Callable[[TrainResult], None] | None = None,
+    announce: Callable[[str, str], None] | None = None,
+) -> dict[str, Any]:
     """Build the model once, measure each batch size in turn, store each result as it is measured."""
     device = resolve_device(cfg.device)
     dtype = cfg.dtype or ("bf16" if device.type == "cuda" else "fp32")
@@ -119,8 +138,11 @@ def run_train_bench(cfg: TrainBenchConfig, store_url: str | None = None, *,
     store = Store(store_url)
     ensure_table(store)
     run_id = uuid.uuid4().hex
-    cond = conditions(device) | {"transformers": _transformers_version(), "trainable_params": bench.trainable,
-                                 "params": sum(p.numel() for p in bench.model.parameters())}
+    cond = conditions(device) | {
+        "transformers": _transformers_version(),
+        "trainable_params": bench.trainable,
+        "params": sum(p.numel() for p in bench.model.parameters()),
+    }
     store.create_run(run_id, RUN_KIND, cfg.model_dump(mode="json") | {"dtype": dtype}, cond, __version__)
     if announce is not None:
         announce(run_id, store.url)
@@ -135,8 +157,15 @@ def run_train_bench(cfg: TrainBenchConfig, store_url: str | None = None, *,
     except KeyboardInterrupt:
         store.set_status(run_id, "interrupted")
         raise BenchmarkError("interrupted; the batch sizes measured so far are stored") from None
-    summary = {"run_id": run_id, "model": cfg.model, "device": device.type, "device_name": cond["device_name"],
-               "gpu": cond.get("gpu"), "dtype": dtype, "results": [r.model_dump(mode="json") for r in results]}
+    summary = {
+        "run_id": run_id,
+        "model": cfg.model,
+        "device": device.type,
+        "device_name": cond["device_name"],
+        "gpu": cond.get("gpu"),
+        "dtype": dtype,
+        "results": [r.model_dump(mode="json") for r in results],
+    }
     store.finish_run(run_id, "completed", summary)
     return summary
 

@@ -1,0 +1,78 @@
+"""``recommend`` with P99 limits: plans sized with the serving simulator (issue 3, capacity search)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.recommend import recommend
+from gpuplan.core.recommend.request import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla
+from gpuplan.usecases import service
+
+TARGET = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=12)
+
+
+@pytest.fixture(scope="module")
+def model() -> ModelSpec:
+    return get_model("meta-llama/Llama-3.1-8B")
+
+
+@pytest.fixture(scope="module")
+def offers() -> list[GpuOffer]:
+    return service.offers(default_catalog(), ["L4"])
+
+
+def _rec(model: ModelSpec, offers: list[GpuOffer], **limits: float) -> Recommendation:
+    return recommend(model, offers, TARGET, sla=Sla(**limits))
+
+
+def test_p99_plans_meet_their_limits_at_the_target_load(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    rec = _rec(model, offers, ttft_p99_ms=1500, tpot_p99_ms=80)
+    assert rec.plans
+    for p in rec.plans:
+        assert p.sized_on == "p99"
+        assert p.ttft_p99_ms is not None and p.ttft_p99_ms <= 1500
+        assert p.tpot_p99_ms is not None and p.tpot_p99_ms <= 80
+        capacity = p.p99_capacity_rps_per_replica or 0.0
+        assert p.replicas == math.ceil(12 / capacity)  # the fewest replicas whose rate each can hold
+    assert any("serving simulator" in line for line in rec.assumptions)
+
+
+def test_tighter_p99_never_needs_fewer_gpus(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    loose = _rec(model, offers, tpot_p99_ms=120).plans[0]
+    tight = _rec(model, offers, tpot_p99_ms=60).plans[0]
+    assert tight.count >= loose.count and (tight.tpot_p99_ms or 0) <= 60
+
+
+def test_mean_limits_alone_are_not_simulated(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    plan = _rec(model, offers, tpot_ms=80).plans[0]
+    assert plan.sized_on == "mean" and plan.ttft_p99_ms is None
+
+
+def test_p99_needs_a_rate(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    closed = ServingTarget(input_tokens=512, output_tokens=128, concurrency=16)
+    with pytest.raises(UserInputError, match="--rate"):
+        recommend(model, offers, closed, sla=Sla(ttft_p99_ms=1000))
+
+
+def test_only_the_cheapest_gpu_types_are_resized(model: ModelSpec) -> None:
+    many = service.offers(default_catalog(), ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"])
+    rec = recommend(model, many, TARGET, sla=Sla(tpot_p99_ms=80), space=SearchSpace(p99_gpu_types=2))
+    sized = {p.gpu for p in rec.plans}
+    skipped = {r.gpu for r in rec.rejected if r.kind == "cost"}
+    assert len(sized) <= 2 and skipped and not sized & skipped
+    assert all("re-sized on simulated P99s" in r.reason for r in rec.rejected if r.kind == "cost")
+
+
+def test_p99_sizing_reports_progress(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    seen: list[float] = []
+    recommend(model, offers, TARGET, sla=Sla(tpot_p99_ms=80), progress=seen.append)
+    assert seen and seen == sorted(seen) and seen[-1] == 1.0
+    seen.clear()
+    recommend(model, offers, TARGET, sla=Sla(tpot_ms=80), progress=seen.append)
+    assert not seen  # mean limits are not simulated
