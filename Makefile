@@ -15,7 +15,8 @@ demo: $(BIN)/gpuplan
 
 lint: $(BIN)/gpuplan
 	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/mypy
+	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/mypy  # src and tests, strict: see [tool.mypy] in pyproject.toml
 
 test: lint
 	$(BIN)/pytest

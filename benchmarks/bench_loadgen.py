@@ -21,7 +21,7 @@ import httpx
 
 from gpuplan.adapters.bench.load import runner
 from gpuplan.adapters.bench.load.config import LoadConfig
-from gpuplan.adapters.bench.load.summary import summarize
+from gpuplan.adapters.bench.load.summary import summarise
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 HEADER = (
@@ -45,15 +45,15 @@ def step(url: str, rate: float, seconds: float, workers: int) -> tuple[bool, lis
         workers=workers,
     )
     out = runner.run(cfg, lambda r: None)
-    s = summarize("bench", cfg, out.records, out.loop_lag_ms, out.cpu_s, len(out.records))
+    s = summarise("bench", cfg, out.records, out.loop_lag_ms, out.cpu_s, len(out.records))
     stats = httpx.get(url + "/mock/stats", trust_env=False).json()
     mock = stats["lateness_ms"]
     mock_cpu = stats["cpu_s"] * 1e3 / max(stats["requests"], 1)
     ttft = s.ttft_from_schedule_ms.mean or float("inf")
-    held = abs(s.achieved_rate - rate) <= 0.01 * rate and abs(ttft - 50.0) <= 5.0 and not s.errors
+    held = abs(s.achieved_rate_rps - rate) <= 0.01 * rate and abs(ttft - 50.0) <= 5.0 and not s.errors
     return held, [
         f"{rate:g}",
-        round(s.achieved_rate, 1),
+        round(s.achieved_rate_rps, 1),
         round(ttft, 2),
         round(s.ttft_from_schedule_ms.p99 or 0, 1),
         round(s.client.send_lag_ms.mean or 0, 2),

@@ -11,31 +11,33 @@ import time
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.core.recommend.request import SearchSpace, ServingTarget, Sla
+from gpuplan.core.recommend.request import SearchSpace
 from gpuplan.core.recommend.search import candidate_layouts, search
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import Workload
 from gpuplan.data.calibration import default_calibration
-from gpuplan.usecases import service
+from gpuplan.usecases import resolve
 
 REPEATS = 5
 CASES = (
     (
         "meta-llama/Llama-3.1-8B",
-        ServingTarget(input_tokens=2048, output_tokens=300, rate_rps=20),
+        Workload(scenario="rate", input_tokens=2048, output_tokens=300, rate_rps=20),
         Sla(ttft_ms=1000, tpot_ms=50),
     ),
     (
         "Qwen/Qwen2.5-32B-Instruct",
-        ServingTarget(input_tokens=2048, output_tokens=300, rate_rps=20),
+        Workload(scenario="rate", input_tokens=2048, output_tokens=300, rate_rps=20),
         Sla(ttft_ms=1000, tpot_ms=50),
     ),
     (
         "meta-llama/Llama-3.1-70B",
-        ServingTarget(input_tokens=1000, output_tokens=500, concurrency=256),
+        Workload(scenario="concurrency", input_tokens=1000, output_tokens=500, concurrency=256),
         Sla(tpot_ms=60),
     ),
     (
         "mistralai/Mixtral-8x7B-v0.1",
-        ServingTarget(input_tokens=1000, output_tokens=500, rate_rps=10),
+        Workload(scenario="rate", input_tokens=1000, output_tokens=500, rate_rps=10),
         Sla(tpot_ms=50),
     ),
 )
@@ -45,7 +47,7 @@ SPACE = SearchSpace(weight_dtypes=("bf16", "fp8", "int4", "fp4"), max_gpus=64)
 def main() -> None:
     catalog = default_catalog()
     cal = default_calibration()
-    offers = service.offers(catalog, None)
+    offers = resolve.offers(catalog, None)
     print(f"{'model':32} {'GPU types':>9} {'layouts':>8} {'plans':>6} {'best s':>8} {'median s':>9}")
     for model_id, target, sla in CASES:
         model = get_model(model_id)

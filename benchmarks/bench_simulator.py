@@ -1,6 +1,6 @@
 """Time the serving simulator: 10,000 requests, Llama-3.1-8B on one H100-SXM, Poisson at 80 % of capacity.
 
-Capacity is the analytic offline maximum (perf/inference.py) for 1,024-token prompts and 256-token
+Capacity is the analytic offline maximum (perf/scenarios.py) for 1,024-token prompts and 256-token
 answers. Prints requests, wall seconds (best of ``REPEATS``) and events per second. Target: <= 0.5 s.
 Run: ``PYTHONPATH=src python3 benchmarks/bench_simulator.py``.
 """
@@ -17,6 +17,7 @@ from gpuplan.core.sim.capacity import offline_requests_per_s
 from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
+from gpuplan.data.calibration import default_calibration
 
 REQUESTS = 10_000
 LOAD = 0.8
@@ -27,7 +28,9 @@ TARGET_S = 0.5
 
 def main() -> None:
     model, gpu = get_model("meta-llama/Llama-3.1-8B"), load_catalog().get_gpu("H100-SXM")
-    replica = ReplicaModel.build(model, gpu, Layout(), context_tokens=INPUT_TOKENS + OUTPUT_TOKENS)
+    replica = ReplicaModel.build(
+        model, gpu, Layout(), context_tokens=INPUT_TOKENS + OUTPUT_TOKENS, cal=default_calibration()
+    )
     spec = WorkloadSpec(
         arrival=ArrivalSpec(kind="poisson", rate_rps=1.0),
         input_tokens=LengthDist(value=INPUT_TOKENS),

@@ -1,4 +1,4 @@
-"""The analytic closed loop (``perf/inference.py``, scenario ``concurrency``) against the simulator's.
+"""The analytic closed loop (``perf/closed_loop.py``, scenario ``concurrency``) against the simulator's.
 
 Both model C clients spread over their request cycle; the simulator starts them with
 ``ramp_up_s`` = one analytic cycle and drops the first 20 % of requests. For each configuration the
@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
+from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
+from gpuplan.core.workload import Workload
+from gpuplan.data.calibration import default_calibration
 
 REQUESTS_PER_CLIENT = 30
 WARMUP_FRACTION = 0.2
@@ -36,8 +38,8 @@ CASES: tuple[tuple[str, str, Layout, int, int, int], ...] = (
 
 def _row(model_id: str, gpu_id: str, layout: Layout, inp: int, out: int, clients: int) -> str:
     model, gpu = get_model(model_id), default_catalog().get_gpu(gpu_id)
-    replica = ReplicaModel.build(model, gpu, layout, context_tokens=inp + out)
-    loop = InferenceWorkload(scenario="concurrency", input_tokens=inp, output_tokens=out, concurrency=clients)
+    replica = ReplicaModel.build(model, gpu, layout, context_tokens=inp + out, cal=default_calibration())
+    loop = Workload(scenario="concurrency", input_tokens=inp, output_tokens=out, concurrency=clients)
     ttft_s, tpot_s, tokens_per_s, running = replica.run(loop)
     offline = replica.run(loop.model_copy(update={"scenario": "offline", "concurrency": None}))[2]
     arrival = ArrivalSpec(kind="closed_loop", concurrency=clients, ramp_up_s=running * out / tokens_per_s)

@@ -1,4 +1,4 @@
-"""Percentiles of a benchmark dataset's prompt and answer lengths, for ``validation/data/server_datasets.yaml``.
+"""Percentiles of a benchmark dataset's prompt and answer lengths, for ``data/validation/server_datasets.yaml``.
 
 Reads a CSV with columns ``input_length`` and ``output_length`` (or MLPerf's own names,
 ``tok_input_length`` / ``tok_output_length``), one row per dataset sample, in any order, and prints the YAML fields: the

@@ -74,7 +74,9 @@ def _is_package(module: str) -> bool:
 
 def package_of(module: str, packages: set[str] | None = None) -> str:
     """The package a module belongs to: itself for an ``__init__``, else its parent (root modules: themselves)."""
-    if module in ROOT_MODULES or module in (packages if packages is not None else {m for m in MODULES if _is_package(m)}):
+    if module in ROOT_MODULES or module in (
+        packages if packages is not None else {m for m in MODULES if _is_package(m)}
+    ):
         return module
     return module.rpartition(".")[0]
 
@@ -90,7 +92,9 @@ def parse_imports(source: str, module: str, *, is_package: bool) -> Iterator[Imp
             target = node.module or ""
             if node.level:
                 parts = base.split(".")
-                target = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                target = ".".join(
+                    parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else [])
+                )
             if target != "__future__":
                 for alias in node.names:
                     yield Import(target, alias.name, node.lineno)
@@ -184,7 +188,9 @@ def upward_imports(edges: Mapping[str, Iterable[str]]) -> list[str]:
     )
 
 
-def private_imports(module: str, imports: Iterable[Import], modules: set[str], packages: set[str]) -> list[str]:
+def private_imports(
+    module: str, imports: Iterable[Import], modules: set[str], packages: set[str]
+) -> list[str]:
     """``from other.package import _name`` (a private name of a module outside this package)."""
     bad = []
     for imp in imports:
@@ -208,7 +214,11 @@ def _packages() -> set[str]:
 def test_import_scanner_sees_lazy_and_relative_imports() -> None:
     source = "from .sibling import x\nfrom . import child\ndef f():\n    import gpuplan.core.units as u\n"
     found = {(i.module, i.name) for i in parse_imports(source, "gpuplan.core.perf.memory", is_package=False)}
-    assert found == {("gpuplan.core.perf.sibling", "x"), ("gpuplan.core.perf", "child"), ("gpuplan.core.units", None)}
+    assert found == {
+        ("gpuplan.core.perf.sibling", "x"),
+        ("gpuplan.core.perf", "child"),
+        ("gpuplan.core.units", None),
+    }
 
 
 def test_cycle_finder_reports_a_loop_through_three_packages_and_nothing_else() -> None:
@@ -311,7 +321,9 @@ def test_each_library_stays_in_its_folder(module: str) -> None:
 
 def test_no_module_exceeds_line_limit() -> None:
     long = {
-        m: n for m, p in MODULES.items() if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+        m: n
+        for m, p in MODULES.items()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
 

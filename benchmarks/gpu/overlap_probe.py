@@ -17,7 +17,7 @@ best determined; at the ends min(t_W, t_F) is small and κ is noise.
 
 Usage (a GPU machine with torch; no gpuplan install needed):
 
-    python benchmarks/gpu/overlap_probe.py --config src/gpuplan/models/data/configs/meta-llama__Llama-3.1-8B.json \
+    python benchmarks/gpu/overlap_probe.py --config src/gpuplan/data/models/configs/meta-llama__Llama-3.1-8B.json \
         --out results.json
 
 ``--device cpu --layers 2 --tokens 1,8`` is a smoke test of the arithmetic only (CPU timings mean

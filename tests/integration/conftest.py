@@ -1,6 +1,6 @@
 """Shared fixtures of the CLI integration tests: a CliRunner wrapper that also checks the error contract.
 
-Contract (``gpuplan/cli/app.py``): exit 0 ok, 1 user input error, 2 infeasible, 3 data error,
+Contract (``gpuplan/interfaces/cli/app.py``): exit 0 ok, 1 user input error, 2 infeasible, 3 data error,
 4 benchmark error; errors are one line on stderr, never a traceback.
 """
 

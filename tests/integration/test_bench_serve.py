@@ -92,7 +92,7 @@ def test_poisson_200_rps_holds_the_count(mock: str, tmp_path: Path) -> None:
     def check() -> None:
         s = _run(mock, tmp_path, rate_rps=200.0, duration_s=30.0, output_tokens=8, input_tokens=16)
         assert abs(s.requests_completed - 6000) <= 120, s.requests_completed
-        assert abs(s.achieved_rate - 200.0) <= 4.0, s.achieved_rate
+        assert abs(s.achieved_rate_rps - 200.0) <= 4.0, s.achieved_rate_rps
 
     _twice(check)
 
@@ -217,7 +217,7 @@ def test_sharded_workers_hold_the_schedule_and_store_every_record(mock: str, tmp
         workers=2,
     )
     assert s.requests_completed == 50 and not s.errors
-    assert abs(s.achieved_rate - 50.0) <= 1.0
+    assert abs(s.achieved_rate_rps - 50.0) <= 1.0
     assert s.client.cpu_ms_per_request is not None and s.client.cpu_ms_per_request > 0
     assert sorted(r.index for r in Store(f"sqlite:///{tmp_path / 'r.sqlite'}").records(s.run_id)) == list(
         range(50)

@@ -13,7 +13,8 @@ from gpuplan.usecases.calibration.measured_rows import rows_to_csv
 from gpuplan.usecases.calibration.profile import load_calibration
 
 _spec = importlib.util.spec_from_file_location(
-    "_calibrate_synthetic", Path(__file__).parents[1] / "unit" / "usecases" / "calibration" / "test_calibrate.py"
+    "_calibrate_synthetic",
+    Path(__file__).parents[1] / "unit" / "usecases" / "calibration" / "test_calibrate.py",
 )
 assert _spec is not None and _spec.loader is not None
 _synthetic = importlib.util.module_from_spec(_spec)

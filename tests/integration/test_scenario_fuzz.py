@@ -24,7 +24,7 @@ Invoke = Callable[..., Any]
 
 # --- strategies ------------------------------------------------------------------------------------
 
-TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=30)
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
 """Any unicode except lone surrogates (which YAML cannot carry)."""
 
 NUMBERS = st.one_of(

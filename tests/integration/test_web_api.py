@@ -53,7 +53,7 @@ def client() -> TestClient:
 def _cli_error(invoke: Invoke, *args: str) -> str:
     run = invoke(*args)
     assert run.exit_code != 0
-    line = run.error_line()
+    line: str = run.error_line()
     assert line.startswith("error: ")
     return line.removeprefix("error: ")
 
@@ -257,7 +257,7 @@ def test_page_docs_and_local_plotly(client: TestClient) -> None:
     assert missing.status_code == 404 and missing.json()["error"] == "Not Found"
 
 
-SIMULATE = {
+SIMULATE: dict[str, Any] = {
     "model": "meta-llama/Llama-3.1-8B",
     "hardware": {"gpu": "H100-SXM", "count": 1},
     "workload": {

@@ -86,6 +86,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
+    assert CHROMIUM is not None  # the module is skipped without it
     options.binary_location = CHROMIUM
     for flag in (
         "--headless",

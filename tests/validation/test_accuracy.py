@@ -44,19 +44,18 @@ where gpuplan's vLLM accounting leaves 1.3 GiB and llm-d measured 3.6 GiB on the
 a small pool makes a 1 GiB miss a 60 % error (docs/validate.md)."""
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="measured 2026-11-30: TTFT pooled MAPE 0.61 over 18 rows (median 0.16); I0444 "
-    "(concurrency 64 on A10G) is predicted 8.0x too high; 0.24 without it",
+@pytest.mark.parametrize(
+    ("csv_name", "row_id"), [("inference.csv", CLIENT_LIMITED_ROW), ("inference_memory.csv", SUSPECT_KV_ROW)]
 )
+def test_rows_known_to_be_wrong_are_not_graded_a_or_b(csv_name: str, row_id: str) -> None:
+    """shared/validation grades these two rows C, so the full-set TTFT and KV-GiB checks below hold
+    (each row alone was an 8.0x and a 5.8x miss that failed its threshold); if either is graded A or
+    B again, this names the row before its MAPE check fails."""
+    assert row_id not in {row.id for row in report(csv_name).rows}, f"{row_id} is graded A or B again"
+
+
 def test_ttft_mape() -> None:
     errors = apes(report("inference.csv"), prefix="ttft_")
-    assert errors.mean() <= 0.40, f"TTFT MAPE {errors.mean():.3f} over {errors.size} rows"
-
-
-def test_ttft_mape_without_the_client_limited_row() -> None:
-    """Guards the other 17 TTFT rows (closed-loop, single-request and simulated P99) against regressions."""
-    errors = apes(report("inference.csv"), prefix="ttft_", without=[CLIENT_LIMITED_ROW])
     assert errors.mean() <= 0.40, f"TTFT MAPE {errors.mean():.3f} over {errors.size} rows"
 
 
@@ -76,13 +75,7 @@ def test_weights_mape() -> None:
 @pytest.mark.parametrize(
     "metric",
     [
-        pytest.param(
-            "kv_cache_gib_per_gpu",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="measured 2026-11-29: MAPE 0.46 over 13 rows (median 0.04); IM0178 5.8x, IM0133 0.34x",
-            ),
-        ),
+        "kv_cache_gib_per_gpu",
         "kv_cache_tokens",
         "max_concurrency_at_len",
     ],
@@ -90,9 +83,3 @@ def test_weights_mape() -> None:
 def test_kv_metric_mape(metric: str) -> None:
     errors = apes(report("inference_memory.csv"), [metric])
     assert errors.mean() <= 0.15, f"{metric} MAPE {errors.mean():.3f} over {errors.size} rows"
-
-
-def test_kv_gib_mape_without_the_suspect_row() -> None:
-    """Guards the other 12 KV-pool rows against regressions."""
-    errors = apes(report("inference_memory.csv"), ["kv_cache_gib_per_gpu"], without=[SUSPECT_KV_ROW])
-    assert errors.mean() <= 0.15, f"kv_cache_gib_per_gpu MAPE {errors.mean():.3f} over {errors.size} rows"

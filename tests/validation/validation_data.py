@@ -36,17 +36,13 @@ def apes(
     metrics: Iterable[str] | None = None,
     *,
     prefix: str | None = None,
-    without: Iterable[str] = (),
 ) -> np.ndarray:
-    """APEs of the rows of ``metrics`` (or metric ``prefix``), leaving out the row ids in ``without``."""
+    """APEs of the predicted rows of ``metrics`` (or of every metric starting with ``prefix``)."""
     wanted = set(metrics or ())
-    left_out = set(without)
     values = [
         r.ape
         for r in rep.rows
-        if r.ape is not None
-        and r.id not in left_out
-        and (r.metric in wanted or (prefix is not None and r.metric.startswith(prefix)))
+        if r.ape is not None and (r.metric in wanted or (prefix is not None and r.metric.startswith(prefix)))
     ]
     assert values, f"no predicted rows for {sorted(wanted) or prefix}"
     return np.asarray(values)

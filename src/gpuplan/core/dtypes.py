@@ -14,6 +14,8 @@ from typing import Literal
 
 from gpuplan.core.errors import UnknownNameError
 
+__all__ = ["DTYPES", "WEIGHT_DTYPE_NAMES", "ComputeKey", "DType", "get_dtype"]
+
 ComputeKey = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
 
 

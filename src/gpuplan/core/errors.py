@@ -19,8 +19,24 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+
+__all__ = [
+    "BenchmarkError",
+    "DataError",
+    "FileFormatError",
+    "GpuplanError",
+    "InfeasibleError",
+    "UnknownNameError",
+    "UserInputError",
+    "closest",
+    "first_problem",
+    "validate_data",
+]
 
 
 class GpuplanError(Exception):
@@ -98,3 +114,12 @@ def first_problem(exc: ValidationError) -> tuple[str, str]:
     """(dotted field path, message) of a pydantic error's first problem, for one-line errors."""
     first = exc.errors()[0]
     return ".".join(str(p) for p in first["loc"]), first["msg"]
+
+
+def validate_data(model: type[_ModelT], data: object, *, origin: str) -> _ModelT:
+    """``data`` validated as ``model``; a DataError naming ``origin`` and the first bad field otherwise."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        where, msg = first_problem(exc)
+        raise DataError(f"{origin}: {where}: {msg}") from None

@@ -1,9 +1,10 @@
 """Typed, frozen catalog records. Field names carry their unit; every number carries a source URL.
 
-A GPU file (``data/gpus/<id>.yaml``) is one :class:`GpuSpec`. ``sources`` maps each numeric field
-(dotted path, or a group such as ``dense_tflops`` that covers all its keys) to the URL it was read
-from; the validator refuses a number without a source. Prices live in ``data/prices.csv`` (one
-:class:`PriceEntry` per row) so that a user can override them without touching specs.
+A GPU file (``gpuplan/data/catalog/gpus/<id>.yaml``) is one :class:`GpuSpec`. ``sources`` maps each
+numeric field (dotted path, or a group such as ``dense_tflops`` that covers all its keys) to the URL it
+was read from; the validator refuses a number without a source. Prices live in
+``gpuplan/data/catalog/prices.csv`` (one :class:`PriceEntry` per row) so that a user can override them
+without touching specs.
 """
 
 from __future__ import annotations

@@ -6,6 +6,26 @@ Quantities are stored in SI base units in field names (``_bytes``, ``_bytes_per_
 
 from __future__ import annotations
 
+__all__ = [
+    "GB",
+    "GIB",
+    "HOURS_PER_MONTH",
+    "HOURS_PER_YEAR",
+    "KB",
+    "KIB",
+    "MB",
+    "MIB",
+    "MILLION",
+    "MS_PER_S",
+    "PFLOPS",
+    "S_PER_HOUR",
+    "TB",
+    "TFLOPS",
+    "W_PER_KW",
+    "gb",
+    "gib",
+]
+
 KB = 1e3
 MB = 1e6
 GB = 1e9

@@ -20,7 +20,7 @@ import httpx
 from gpuplan import __version__
 from gpuplan.adapters.bench.load import metrics, runner
 from gpuplan.adapters.bench.load.config import LoadConfig
-from gpuplan.adapters.bench.load.summary import BenchSummary, summarize
+from gpuplan.adapters.bench.load.summary import BenchSummary, summarise
 from gpuplan.adapters.store.database import RecordWriter, Store
 from gpuplan.adapters.store.records import RequestRecord
 from gpuplan.core.errors import BenchmarkError, UserInputError
@@ -97,35 +97,13 @@ def serve(
     hooks = hooks or Hooks(announce=announce)
     store = Store(store_url)
     run_id, config, skip = _open(store, config, resume)
-    preflight(config)
-    from gpuplan.adapters.bench.load.workload import build
-
-    build(config)  # reads the trace and prompt files: a bad file fails here, before a run is recorded
-    if resume is None:
-        store.create_run(run_id, "serve", config.model_dump(mode="json"), conditions(config), __version__)
-    else:
-        store.set_status(run_id, "running")
-    if hooks.announce is not None:
-        hooks.announce(run_id, store.url)
-    if hooks.start is not None:
-        hooks.start(_expected(config, skip))
+    _begin(store, run_id, config, resume is not None, skip, hooks)
     before = metrics.scrape(config.metrics_url) if config.metrics_url else None
-    writer = RecordWriter(store, run_id)
-    sink = writer.put if hooks.record is None else _tee(writer.put, hooks.record)
-    try:
-        outcome = runner.run(config, sink, skip)
-    except KeyboardInterrupt:
-        writer.close()
-        store.set_status(run_id, "interrupted")
-        raise BenchmarkError(
-            "interrupted; completed requests are stored",
-            hint=f"resume with gpuplan bench serve --resume {run_id}",
-        ) from None
-    writer.close()
+    outcome = _drive(store, run_id, config, skip, hooks)
     server = (
         metrics.compare(before, metrics.scrape(config.metrics_url)) if before and config.metrics_url else None
     )
-    summary = summarize(
+    summary = summarise(
         run_id,
         config,
         store.records(run_id),
@@ -142,6 +120,41 @@ def serve(
             hint="check --url, --model (the server's model name) and --api",
         )
     return summary
+
+
+def _begin(
+    store: Store, run_id: str, config: LoadConfig, resuming: bool, skip: set[int], hooks: Hooks
+) -> None:
+    """Check the target and the files, record the run (or mark the resumed one running), tell the hooks."""
+    preflight(config)
+    from gpuplan.adapters.bench.load.workload import build
+
+    build(config)  # reads the trace and prompt files: a bad file fails here, before a run is recorded
+    if resuming:
+        store.set_status(run_id, "running")
+    else:
+        store.create_run(run_id, "serve", config.model_dump(mode="json"), conditions(config), __version__)
+    if hooks.announce is not None:
+        hooks.announce(run_id, store.url)
+    if hooks.start is not None:
+        hooks.start(_expected(config, skip))
+
+
+def _drive(store: Store, run_id: str, config: LoadConfig, skip: set[int], hooks: Hooks) -> runner.Outcome:
+    """Send the load, every record into the store as it completes; Ctrl-C leaves the run resumable."""
+    writer = RecordWriter(store, run_id)
+    sink = writer.put if hooks.record is None else _tee(writer.put, hooks.record)
+    try:
+        outcome = runner.run(config, sink, skip)
+    except KeyboardInterrupt:
+        writer.close()
+        store.set_status(run_id, "interrupted")
+        raise BenchmarkError(
+            "interrupted; completed requests are stored",
+            hint=f"resume with gpuplan bench serve --resume {run_id}",
+        ) from None
+    writer.close()
+    return outcome
 
 
 def _tee(

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from gpuplan.adapters.catalog.loader import Catalog, representative_price
-from gpuplan.adapters.k8s.labels import gpu_from_label
+from gpuplan.adapters.catalog.product_names import gpu_from_label
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import parse_yaml_document
 from gpuplan.core.calibration.serving import Calibration
@@ -20,7 +20,7 @@ from gpuplan.core.fleet.pool_units import MIG_SEPARATOR, PoolUnit, mig_unit, par
 from gpuplan.core.fleet.spec import FleetSpec, InventoryItem
 from gpuplan.core.recommend.request import GpuOffer
 from gpuplan.data.calibration import default_calibration
-from gpuplan.usecases.service import offers
+from gpuplan.usecases.resolve import offers
 
 
 def parse_fleet(text: str, *, origin: str) -> FleetSpec:

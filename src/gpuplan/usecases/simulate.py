@@ -22,7 +22,8 @@ from gpuplan.core.sim.capacity import CapacityResult, max_rate_under_slo
 from gpuplan.core.sim.metrics import SimSummary, summarise
 from gpuplan.core.sim.simulator import Progress, SimResult, simulate
 from gpuplan.core.sim.workload import LengthDist, Requests, WorkloadSpec, generate, parse_trace
-from gpuplan.usecases.service import deployment_gpu, deployment_layout
+from gpuplan.data.calibration import default_calibration
+from gpuplan.usecases.resolve import deployment_gpu, deployment_layout
 
 CAPACITY_SEARCH_MAX_REQUESTS = 4000
 """Requests per probe of the capacity bisection: enough for a steady P99, bounded in time."""
@@ -86,13 +87,8 @@ def _trace(sc: SimulateScenario, base: Path | None) -> Requests | None:
 
 def _spec(sc: SimulateScenario, trace: Requests | None) -> WorkloadSpec:
     wl = sc.workload
-    spec = WorkloadSpec(
-        arrival=wl.arrival,
-        input_tokens=wl.input_tokens,
-        output_tokens=wl.output_tokens,
-        num_requests=wl.num_requests,
-        seed=wl.seed,
-    )
+    # the workload's own fields, less the file's trace settings (SimWorkload extends WorkloadSpec)
+    spec = WorkloadSpec(**{name: getattr(wl, name) for name in WorkloadSpec.model_fields})
     if trace is not None:  # the capacity search resamples a trace's lengths under Poisson arrivals
         spec = spec.model_copy(
             update={
@@ -118,7 +114,7 @@ def _replica(
     layout = deployment_layout(sc, model, gpu)
     longest = int((requests.input_tokens + requests.output_tokens).max())
     context = sc.max_model_len or min(longest, model.max_position_embeddings or longest)
-    return ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal)
+    return ReplicaModel.build(model, gpu, layout, context_tokens=context, cal=cal or default_calibration())
 
 
 def simulate_scenario(

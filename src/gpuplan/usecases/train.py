@@ -1,8 +1,8 @@
 """Training use cases for the CLI (and later ``recommend --task train|finetune``): resolve the model
 and the catalog, search layouts per GPU × count, rank the plans, and explain the rejections.
 
-Entry points: :func:`plan_training` (``gpuplan train-plan``) and :func:`fit_training`
-(``gpuplan train-fit``).
+Entry points: :func:`plan_training` (``gpuplan train-plan``), :func:`train_memory_bars` (the memory
+of its top plans, for the web page's chart) and :func:`fit_training` (``gpuplan train-fit``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ class TrainPlan(FrozenModel):
     step: StepPrediction
     memory_gib_per_gpu: float
     cost: TrainingCost
+    memory: TrainingMemory = Field(
+        exclude=True, description="memory by part of the most loaded GPU (not in the JSON answer)"
+    )
 
 
 class TrainPlanResult(FrozenModel):
@@ -161,6 +164,7 @@ def _plan(
         step=best.step,
         memory_gib_per_gpu=best.memory.total_bytes / GIB,
         cost=cost,
+        memory=best.memory,
     )
     if req.deadline_hours is not None and cost.wall_hours > req.deadline_hours:
         return None, f"{cost.wall_hours:.1f} h misses the {req.deadline_hours:g} h deadline"
@@ -195,6 +199,32 @@ def plan_training(req: TrainPlanRequest, catalog: Catalog) -> TrainPlanResult:
     return TrainPlanResult(
         model=model.id, method=job.method, tokens=req.tokens, plans=plans[:PLAN_LIMIT], rejected=rejected
     )
+
+
+class TrainMemoryBar(FrozenModel):
+    """The training memory of the most loaded GPU of one ranked plan (``train-fit`` of its layout)."""
+
+    rank: int
+    gpu: str
+    gpus: int
+    layout: str
+    memory: TrainingMemory
+    usable_gib: float = Field(description="usable memory of one GPU")
+
+
+def train_memory_bars(result: TrainPlanResult, catalog: Catalog, *, limit: int) -> list[TrainMemoryBar]:
+    """Memory by part of the top ``limit`` plans, as the layout search found it for each plan."""
+    return [
+        TrainMemoryBar(
+            rank=rank,
+            gpu=plan.gpu,
+            gpus=plan.gpus,
+            layout=plan.layout,
+            memory=plan.memory,
+            usable_gib=usable_memory_bytes(catalog.get_gpu(plan.gpu)) / GIB,
+        )
+        for rank, plan in enumerate(result.plans[:limit], start=1)
+    ]
 
 
 class TrainFitResult(FrozenModel):

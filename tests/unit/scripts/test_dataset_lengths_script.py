@@ -1,5 +1,5 @@
 """scripts/dataset_lengths.py: bin-centre percentiles of a length table (the source of
-validation/data/server_datasets.yaml's percentile lists)."""
+src/gpuplan/data/validation/server_datasets.yaml's percentile lists)."""
 
 from __future__ import annotations
 

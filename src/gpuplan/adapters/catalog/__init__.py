@@ -1,4 +1,5 @@
-"""The GPU catalog: typed specs and prices (schema), bundled data, and the single loader.
+"""The GPU catalog: the single loader of the bundled files (``gpuplan/data/catalog``), the user's config
+dir and ``--catalog`` files, and the typed specs and prices it returns (``gpuplan.core.hardware``).
 
 Import from here: ``from gpuplan.adapters.catalog import default_catalog, load_catalog, Catalog``.
 Importing does no I/O; the first :func:`default_catalog` call reads the bundled files.

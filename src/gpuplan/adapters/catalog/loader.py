@@ -3,8 +3,8 @@
 Every other package gets GPUs and prices from here, so there is exactly one place that decides
 precedence and validation. Layers, later wins:
 
-1. bundled ``data/gpus/*.yaml`` and ``data/prices.csv`` (read with importlib.resources, so it works
-   from a wheel or a zip); a problem here is our bug -> :class:`~gpuplan.core.errors.DataError`;
+1. bundled ``gpuplan/data/catalog/gpus/*.yaml`` and ``prices.csv`` (read with importlib.resources, so
+   it works from a wheel or a zip); a problem here is our bug -> :class:`~gpuplan.core.errors.DataError`;
 2. the config dir (``config_dir`` argument, else ``$GPUPLAN_CONFIG_DIR``, else ``~/.config/gpuplan``):
    ``gpus/*.yaml`` (one GPU mapping per file) and ``prices.csv``;
 3. ``extra_files``: YAML files with optional top-level ``gpus:`` and ``prices:`` lists.
@@ -164,7 +164,7 @@ class _Builder:
         if not isinstance(data, Mapping) or not isinstance(data.get("id"), str):
             raise FileFormatError(
                 f"{origin}: each GPU entry must be a mapping with an 'id:' string",
-                hint="see src/gpuplan/catalog/README.md",
+                hint="see src/gpuplan/data/catalog/README.md",
             )
         existing = self.resolve(data["id"])
         if existing is None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuplan.core.errors import UserInputError
+from gpuplan.core.perf.layout import Layout
 
 Engine = Literal["vllm", "sglang", "tgi"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "tgi")
@@ -43,16 +44,51 @@ quantisation config decides, e.g. W8A8 compressed-tensors). int4 assumes an AWQ 
 
 @dataclass(frozen=True)
 class EngineArgs:
-    """What a pool asks of its engine."""
+    """What a pool asks of its engine: the plan's layout (TP, PP, weight and KV dtypes, share of GPU
+    memory; its ``engine`` is what the plan was sized for, the flags follow the engine rendered) and
+    the limits of a replica."""
 
     model: str
-    tp: int
-    pp: int
+    layout: Layout
     max_model_len: int
     max_num_seqs: int
-    weight_dtype: str
-    kv_dtype: str
-    gpu_memory_utilization: float | None = None
+
+
+@dataclass(frozen=True)
+class _SharedFlags:
+    """How vLLM or SGLang spells the flags both take (module docstring)."""
+
+    launcher: tuple[str, ...]
+    """The command line up to the model path."""
+    tp: str
+    pp: str
+    context: str
+    max_seqs: str
+    memory_fraction: str
+    fp8_kv_cache: str
+    """The ``--kv-cache-dtype`` value of an fp8 KV cache."""
+
+
+_SHARED_FLAGS: dict[Engine, _SharedFlags] = {
+    "vllm": _SharedFlags(
+        launcher=("vllm", "serve"),
+        tp="--tensor-parallel-size",
+        pp="--pipeline-parallel-size",
+        context="--max-model-len",
+        max_seqs="--max-num-seqs",
+        memory_fraction="--gpu-memory-utilization",
+        fp8_kv_cache="fp8",
+    ),
+    "sglang": _SharedFlags(
+        launcher=("python3", "-m", "sglang.launch_server", "--model-path"),
+        tp="--tp-size",
+        pp="--pp-size",
+        context="--context-length",
+        max_seqs="--max-running-requests",
+        memory_fraction="--mem-fraction-static",
+        fp8_kv_cache="fp8_e5m2",
+    ),
+}
 
 
 def _quant(engine: Engine, dtype: str) -> str | None:
@@ -64,72 +100,46 @@ def _quant(engine: Engine, dtype: str) -> str | None:
     return table[dtype]
 
 
+def _memory_fraction(engine: Engine, a: EngineArgs) -> str:
+    return f"{a.layout.gpu_memory_utilization or DEFAULT_MEMORY_FRACTION[engine]:g}"
+
+
 def command(engine: Engine, a: EngineArgs) -> list[str]:
     """The container command line (entrypoint included) for one replica."""
-    builders = {"vllm": _vllm, "sglang": _sglang, "tgi": _tgi}
-    return builders[engine](a)
+    return _tgi(a) if engine == "tgi" else _vllm_or_sglang(engine, a)
 
 
-def _vllm(a: EngineArgs) -> list[str]:
+def _vllm_or_sglang(engine: Engine, a: EngineArgs) -> list[str]:
+    flags, layout = _SHARED_FLAGS[engine], a.layout
     args = [
-        "vllm",
-        "serve",
+        *flags.launcher,
         a.model,
         "--host",
         "0.0.0.0",
         "--port",
         str(CONTAINER_PORT),
-        "--tensor-parallel-size",
-        str(a.tp),
-        "--pipeline-parallel-size",
-        str(a.pp),
-        "--max-model-len",
+        flags.tp,
+        str(layout.tp),
+        flags.pp,
+        str(layout.pp),
+        flags.context,
         str(a.max_model_len),
-        "--max-num-seqs",
+        flags.max_seqs,
         str(a.max_num_seqs),
-        "--gpu-memory-utilization",
-        f"{a.gpu_memory_utilization or DEFAULT_MEMORY_FRACTION['vllm']:g}",
+        flags.memory_fraction,
+        _memory_fraction(engine, a),
     ]
-    if quant := _quant("vllm", a.weight_dtype):
+    if quant := _quant(engine, layout.weight_dtype):
         args += ["--quantization", quant]
-    if a.kv_dtype == "fp8":
-        args += ["--kv-cache-dtype", "fp8"]
-    return args
-
-
-def _sglang(a: EngineArgs) -> list[str]:
-    args = [
-        "python3",
-        "-m",
-        "sglang.launch_server",
-        "--model-path",
-        a.model,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(CONTAINER_PORT),
-        "--tp-size",
-        str(a.tp),
-        "--pp-size",
-        str(a.pp),
-        "--context-length",
-        str(a.max_model_len),
-        "--max-running-requests",
-        str(a.max_num_seqs),
-        "--mem-fraction-static",
-        f"{a.gpu_memory_utilization or DEFAULT_MEMORY_FRACTION['sglang']:g}",
-    ]
-    if quant := _quant("sglang", a.weight_dtype):
-        args += ["--quantization", quant]
-    if a.kv_dtype == "fp8":
-        args += ["--kv-cache-dtype", "fp8_e5m2"]
+    if layout.resolved_kv_dtype == "fp8":
+        args += ["--kv-cache-dtype", flags.fp8_kv_cache]
     return args
 
 
 def _tgi(a: EngineArgs) -> list[str]:
-    if a.pp > 1:
+    if a.layout.pp > 1:
         raise UserInputError(
-            f"TGI has no pipeline parallelism but the plan uses pp={a.pp}",
+            f"TGI has no pipeline parallelism but the plan uses pp={a.layout.pp}",
             hint="render with --engine vllm or sglang, or pick a plan with pp=1",
         )
     args = [
@@ -141,7 +151,7 @@ def _tgi(a: EngineArgs) -> list[str]:
         "--port",
         str(CONTAINER_PORT),
         "--num-shard",
-        str(a.tp),
+        str(a.layout.tp),
         "--max-total-tokens",
         str(a.max_model_len),
         "--max-input-tokens",
@@ -149,8 +159,8 @@ def _tgi(a: EngineArgs) -> list[str]:
         "--max-concurrent-requests",
         str(a.max_num_seqs),
         "--cuda-memory-fraction",
-        f"{a.gpu_memory_utilization or DEFAULT_MEMORY_FRACTION['tgi']:g}",
+        _memory_fraction("tgi", a),
     ]
-    if quant := _quant("tgi", a.weight_dtype):
+    if quant := _quant("tgi", a.layout.weight_dtype):
         args += ["--quantize", quant]
     return args

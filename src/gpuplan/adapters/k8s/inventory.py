@@ -12,12 +12,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.catalog.product_names import gpu_from_label
 from gpuplan.adapters.k8s.labels import (
     GPU_RESOURCE,
     MEMORY_LABEL,
     MIG_RESOURCE_PREFIX,
     PRODUCT_LABEL,
-    gpu_from_label,
 )
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.frozen import FrozenModel

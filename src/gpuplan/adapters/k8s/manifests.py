@@ -36,10 +36,14 @@ BENCH_STORE_SECRET, BENCH_STORE_KEY = "gpuplan-results", "url"
 HF_TOKEN_SECRET = "hf-token"
 
 
+def _selector(pool: PoolDeployment) -> dict[str, str]:
+    """The labels that pick a pool's pods (Deployment, Service and PodDisruptionBudget selectors)."""
+    return {"app.kubernetes.io/name": pool.name, "app.kubernetes.io/part-of": pool.fleet}
+
+
 def _labels(pool: PoolDeployment) -> dict[str, str]:
     return {
-        "app.kubernetes.io/name": pool.name,
-        "app.kubernetes.io/part-of": pool.fleet,
+        **_selector(pool),
         "app.kubernetes.io/component": "inference",
         "app.kubernetes.io/managed-by": MANAGED_BY,
         TIER_LABEL: pool.tier,
@@ -89,7 +93,7 @@ def priority_class(tier: str) -> Obj:
 
 
 def _resources(pool: PoolDeployment) -> Obj:
-    gpus = pool.tp * pool.pp
+    gpus = pool.layout.gpus_per_replica
     limits = {mig_resource(pool.mig_profile): 1} if pool.mig_profile else {GPU_RESOURCE: gpus}
     host = 1 if pool.mig_profile else gpus
     return {
@@ -116,13 +120,7 @@ def _probes(path: str) -> Obj:
 
 def _engine_container(pool: PoolDeployment, engine: Engine) -> Obj:
     args = EngineArgs(
-        model=pool.model,
-        tp=pool.tp,
-        pp=pool.pp,
-        max_model_len=pool.max_model_len,
-        max_num_seqs=pool.max_num_seqs,
-        weight_dtype=pool.weight_dtype,
-        kv_dtype=pool.kv_dtype,
+        model=pool.model, layout=pool.layout, max_model_len=pool.max_model_len, max_num_seqs=pool.max_num_seqs
     )
     probes = _probes(HEALTH_PATH[engine])
     return {
@@ -162,7 +160,6 @@ def _node_placement(pool: PoolDeployment) -> Obj:
 
 def deployment(pool: PoolDeployment, engine: Engine, ns: str | None) -> Obj:
     labels = _labels(pool)
-    selector = {"app.kubernetes.io/name": pool.name, "app.kubernetes.io/part-of": pool.fleet}
     pod_spec: Obj = {
         "priorityClassName": f"gpuplan-{pool.tier}",
         **_node_placement(pool),
@@ -179,8 +176,8 @@ def deployment(pool: PoolDeployment, engine: Engine, ns: str | None) -> Obj:
         "kind": "Deployment",
         "metadata": _meta(pool.name, ns, labels),
         "spec": {
-            "replicas": pool.replicas,
-            "selector": {"matchLabels": selector},
+            "replicas": pool.layout.replicas,
+            "selector": {"matchLabels": _selector(pool)},
             "strategy": {
                 "type": "RollingUpdate",
                 "rollingUpdate": {"maxSurge": 0, "maxUnavailable": pool.max_unavailable},
@@ -197,7 +194,7 @@ def service(pool: PoolDeployment, ns: str | None) -> Obj:
         "metadata": _meta(pool.name, ns, _labels(pool)),
         "spec": {
             "type": "ClusterIP",
-            "selector": {"app.kubernetes.io/name": pool.name, "app.kubernetes.io/part-of": pool.fleet},
+            "selector": _selector(pool),
             "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
         },
     }
@@ -210,9 +207,7 @@ def disruption_budget(pool: PoolDeployment, ns: str | None) -> Obj:
         "metadata": _meta(pool.name, ns, _labels(pool)),
         "spec": {
             "maxUnavailable": pool.max_unavailable,
-            "selector": {
-                "matchLabels": {"app.kubernetes.io/name": pool.name, "app.kubernetes.io/part-of": pool.fleet}
-            },
+            "selector": {"matchLabels": _selector(pool)},
         },
     }
 

@@ -17,16 +17,17 @@ from typing import Literal
 from pydantic import Field
 
 from gpuplan.adapters.catalog.loader import Catalog
-from gpuplan.adapters.k8s.labels import product_label
+from gpuplan.adapters.catalog.product_names import product_label
 from gpuplan.core.fleet.planner import FleetPlan, Tier, tier_of
 from gpuplan.core.fleet.pool_units import PoolUnit, mig_unit, whole_gpu_unit
 from gpuplan.core.fleet.spec import DNS_LABEL
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.perf.layout import Layout
 from gpuplan.core.recommend.request import GpuOffer, Plan
 from gpuplan.core.units import MIB
 
 DEFAULT_MAX_NUM_SEQS = 256
-"""vLLM's default max_num_seqs (docs/model.md, perf/engines.py)."""
+"""vLLM's default max_num_seqs (docs/model.md; the vllm entry of ENGINE_PROFILES, core/perf/engine_profiles.py)."""
 PLAN_HEADROOM = 0.85
 """A recommend plan runs replicas at ≤ 85 % of the SLA-limited load (SearchSpace.headroom)."""
 MEMORY_LABEL_FLOOR = 0.9
@@ -45,11 +46,7 @@ class PoolDeployment(FrozenModel):
     min_memory_mib: int
     mig_profile: str | None
     tier: Literal["hpc", "general", "cost"]
-    tp: int = Field(ge=1)
-    pp: int = Field(ge=1)
-    replicas: int = Field(ge=1)
-    weight_dtype: str
-    kv_dtype: str
+    layout: Layout = Field(description="the plan's layout: TP x PP per replica, replicas, dtypes")
     max_model_len: int = Field(ge=1, le=10_000_000)
     max_num_seqs: int = Field(ge=1)
     max_unavailable: int = Field(ge=0)
@@ -80,14 +77,10 @@ def from_fleet(plan: FleetPlan, catalog: Catalog) -> list[PoolDeployment]:
                 min_memory_mib=int(gpu.memory_bytes / MIB * MEMORY_LABEL_FLOOR),
                 mig_profile=pool.mig_profile,
                 tier=pool.tier,
-                tp=pool.plan.tp,
-                pp=pool.plan.pp,
-                replicas=pool.plan.replicas,
-                weight_dtype=pool.plan.weight_dtype,
-                kv_dtype=pool.plan.kv_dtype,
+                layout=pool.plan.layout,
                 max_model_len=pool.input_tokens + pool.output_tokens,
                 max_num_seqs=_max_num_seqs(pool.plan, pool.utilisation),
-                max_unavailable=_max_unavailable(pool.plan.replicas, pool.utilisation),
+                max_unavailable=_max_unavailable(pool.plan.layout.replicas, pool.utilisation),
                 rate_rps=pool.rate_rps,
                 input_tokens=pool.input_tokens,
                 output_tokens=pool.output_tokens,
@@ -109,14 +102,10 @@ def from_plan(plan: Plan, model: str, catalog: Catalog, *, max_model_len: int, n
         min_memory_mib=int(unit.parent.memory_bytes / MIB * MEMORY_LABEL_FLOOR),
         mig_profile=unit.mig.name if unit.mig else None,
         tier=tier,
-        tp=plan.tp,
-        pp=plan.pp,
-        replicas=plan.replicas,
-        weight_dtype=plan.weight_dtype,
-        kv_dtype=plan.kv_dtype,
+        layout=plan.layout,
         max_model_len=max_model_len,
         max_num_seqs=_max_num_seqs(plan, PLAN_HEADROOM),
-        max_unavailable=_max_unavailable(plan.replicas, PLAN_HEADROOM),
+        max_unavailable=_max_unavailable(plan.layout.replicas, PLAN_HEADROOM),
         rate_rps=plan.requests_per_s,
     )
 

@@ -1,5 +1,5 @@
 """Model architectures: parse HF ``config.json`` into a :class:`ModelSpec`, look models up by id,
-and count parameters, FLOPs and KV-cache elements (``arith``)."""
+and count parameters, FLOPs and KV-cache elements (re-exported from ``gpuplan.core.model.arith``)."""
 
 from gpuplan.adapters.models.hf_config import SUPPORTED_MODEL_TYPES, parse_hf_config
 from gpuplan.adapters.models.registry import (

@@ -1,7 +1,7 @@
 """Parse a Hugging Face ``config.json`` dict into a :class:`ModelSpec` (pure, no I/O).
 
 Dispatch is a table from ``model_type`` to a family parser (``hf_llama``, ``hf_deepseek``,
-``hf_remote``, ``hf_legacy``, ``hf_hybrid``). Multimodal wrappers (``llama4``, ``gemma3``,
+``hf_trust_remote_code``, ``hf_legacy``, ``hf_hybrid``). Multimodal wrappers (``llama4``, ``gemma3``,
 ``mistral3``) are parsed from their ``text_config``. Anything malformed raises
 :class:`~gpuplan.core.errors.FileFormatError` naming the key and the model id; no other exception type
 escapes :func:`parse_hf_config`.

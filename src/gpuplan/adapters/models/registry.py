@@ -2,8 +2,8 @@
 
 Resolution order in :func:`get_model`:
 
-1. a bundled id from ``data/configs/INDEX.csv`` (case-insensitive), or an alias from
-   ``data/aliases.csv`` (chat/instruct variants and renamed repos with the same network);
+1. a bundled id from ``gpuplan/data/models/configs/INDEX.csv`` (case-insensitive), or an alias from
+   ``gpuplan/data/models/aliases.csv`` (chat/instruct variants and renamed repos with the same network);
 2. a path to a ``config.json``, or to a directory holding one;
 3. with ``huggingface_hub`` installed (extra ``gpuplan[hf]``): the local HF cache, then the Hub
    (``hf_hub_download(repo_id, "config.json")``). Any failure there is an UnknownNameError.

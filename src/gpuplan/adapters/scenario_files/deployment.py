@@ -11,13 +11,17 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
 
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
-from gpuplan.core.perf.inference import Scenario as ScenarioKind
+from gpuplan.core.sla import MEAN_LIMITS, Sla
+from gpuplan.core.workload import Workload
+
+RECOMMEND_LIMITS = (*MEAN_LIMITS, "ttft_p99_ms", "tpot_p99_ms")
+"""The ``sla:`` limits ``recommend`` sizes on: means analytically, P99s with the serving simulator."""
 
 
 class HardwareSection(FiniteModel):
@@ -41,22 +45,6 @@ class PrecisionSection(FiniteModel):
     allowed: list[str] | None = Field(default=None, description="weight dtypes recommend may choose")
 
 
-class WorkloadSection(FiniteModel):
-    scenario: ScenarioKind = "concurrency"
-    input_tokens: int = Field(ge=1, le=10_000_000)
-    output_tokens: int = Field(ge=1, le=10_000_000)
-    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
-    rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
-    batch_size: int | None = Field(default=None, ge=1, le=10_000_000)
-
-
-class SlaSection(FiniteModel):
-    ttft_ms: float | None = Field(default=None, gt=0)
-    tpot_ms: float | None = Field(default=None, gt=0)
-    ttft_p99_ms: float | None = Field(default=None, gt=0)
-    tpot_p99_ms: float | None = Field(default=None, gt=0)
-
-
 class PricesSection(FiniteModel):
     usd_per_gpu_hour: float | None = Field(default=None, gt=0)
     kind: Literal["on_demand", "spot", "reserved_1y", "reserved_3y"] = "on_demand"
@@ -78,11 +66,23 @@ class DeploymentDocument(FiniteModel):
 class ScenarioFile(DeploymentDocument):
     """The whole scenario document."""
 
-    workload: WorkloadSection
-    sla: SlaSection = SlaSection()
+    workload: Workload
+    sla: Sla = Sla()
     prices: PricesSection = PricesSection()
     ownership: OwnershipAssumptions = OwnershipAssumptions()
     objective: Literal["cost", "latency", "throughput"] = "cost"
+
+    @field_validator("workload", mode="wrap")
+    @classmethod
+    def _as_written(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Workload:
+        """The workload as written (``Workload.as_written``): one document serves predict, recommend and
+        fit, each reading the loads it needs."""
+        return value if isinstance(value, Workload) else Workload.as_written(value)
+
+    @field_validator("sla")
+    @classmethod
+    def _limits_recommend_checks(cls, sla: Sla) -> Sla:
+        return sla.only(RECOMMEND_LIMITS, "recommend")
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gpuplan.adapters.scenario_files.deployment import DeploymentDocument, parse_yaml_document
-from gpuplan.core.sim.config import SimConfig, Slo
+from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.workload import WorkloadSpec
+from gpuplan.core.sla import P99_LIMITS, Sla
 
 
 class SimWorkload(WorkloadSpec):
@@ -30,8 +31,13 @@ class SimulateScenario(DeploymentDocument):
 
     workload: SimWorkload
     simulation: SimConfig = SimConfig()
-    slo: Slo = Slo()
+    slo: Sla = Sla()
     capacity_search: bool = Field(default=False, description="also bisect the highest rate meeting the SLO")
+
+    @field_validator("slo")
+    @classmethod
+    def _limits_the_simulator_checks(cls, slo: Sla) -> Sla:
+        return slo.only(P99_LIMITS, "the simulator")
 
 
 def parse_simulate_scenario(text: str, *, origin: str) -> SimulateScenario:

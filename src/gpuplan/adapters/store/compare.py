@@ -6,7 +6,7 @@ from typing import Any
 
 from gpuplan.adapters.store.database import RunInfo
 
-METRICS = (
+METRICS = (  # (key, sub-key) in the stored summary's JSON: "achieved_rate" is BenchSummary.achieved_rate_rps
     ("achieved_rate", None),
     ("requests_completed", None),
     ("requests_failed", None),

@@ -196,15 +196,14 @@ class Store:
         return [RunInfo(**dict(row), requests=counts.get(row["run_id"], 0)) for row in rows]
 
     def records(self, run_id: str) -> list[RequestRecord]:
+        return [RequestRecord.model_validate_json(data) for data in self.run_data(requests, run_id)]
+
+    def run_data(self, table: Table, run_id: str) -> list[str]:
+        """The ``data`` column of a run's rows in ``table`` (``requests``, ``measurements``), in the
+        order they were written."""
         with self.engine.connect() as conn:
-            rows = (
-                conn.execute(
-                    select(requests.c.data).where(requests.c.run_id == run_id).order_by(requests.c.id)
-                )
-                .scalars()
-                .all()
-            )
-        return [RequestRecord.model_validate_json(data) for data in rows]
+            query = select(table.c.data).where(table.c.run_id == run_id).order_by(table.c.id)
+            return list(conn.execute(query).scalars().all())
 
 
 class RecordWriter:

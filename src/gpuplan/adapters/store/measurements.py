@@ -8,11 +8,17 @@ created on first use, so older stores gain it without a migration.
 from __future__ import annotations
 
 import json
-from typing import Any
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
-from sqlalchemy import Column, Float, Integer, String, Table, Text, insert, select
+from sqlalchemy import Column, Float, Integer, String, Table, Text, insert
 
+from gpuplan import __version__
 from gpuplan.adapters.store.database import Store, metadata
+from gpuplan.core.errors import BenchmarkError
+
+Measured = TypeVar("Measured")
 
 measurements = Table(
     "measurements",
@@ -51,12 +57,47 @@ def add_measurement(store: Store, run_id: str, row: dict[str, Any]) -> None:
 def run_measurements(store: Store, run_id: str) -> list[dict[str, Any]]:
     """Every measurement of a run, in the order it was taken (full rows, as written)."""
     ensure_table(store)
-    with store.engine.connect() as conn:
-        rows = (
-            conn.execute(
-                select(measurements.c.data).where(measurements.c.run_id == run_id).order_by(measurements.c.id)
-            )
-            .scalars()
-            .all()
-        )
-    return [json.loads(data) for data in rows]
+    return [json.loads(data) for data in store.run_data(measurements, run_id)]
+
+
+def open_measurement_run(
+    store_url: str | None,
+    kind: str,
+    config: dict[str, Any],
+    conditions: dict[str, Any],
+    announce: Callable[[str, str], None] | None = None,
+) -> tuple[Store, str]:
+    """Open the store (gaining the table if it lacks it) and create a running run; ``announce`` gets
+    (run id, store URL) once it exists. Returns the store and the new run's id."""
+    store = Store(store_url)
+    ensure_table(store)
+    run_id = uuid.uuid4().hex
+    store.create_run(run_id, kind, config, conditions, __version__)
+    if announce is not None:
+        announce(run_id, store.url)
+    return store, run_id
+
+
+def store_each(
+    store: Store,
+    run_id: str,
+    measured: Iterable[Measured],
+    row: Callable[[Measured], dict[str, Any]],
+    on_result: Callable[[Measured], None] | None,
+    *,
+    interrupted_message: str,
+) -> list[Measured]:
+    """Take each measurement from ``measured`` (a lazy iterable: measuring happens here) and commit its
+    ``row`` at once. Ctrl-C marks the run ``interrupted`` and raises BenchmarkError(``interrupted_message``);
+    what was committed stays."""
+    results: list[Measured] = []
+    try:
+        for result in measured:
+            add_measurement(store, run_id, row(result))
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    except KeyboardInterrupt:
+        store.set_status(run_id, "interrupted")
+        raise BenchmarkError(interrupted_message) from None
+    return results

@@ -29,19 +29,29 @@ Physical meaning, so that a factor fitted on one GPU transfers to another of the
   about 1/3 = power ~ f·V² with the voltage following the clock. Memory-bound decode draws less
   power and is not capped. A calibration file without it reads as 0 (no cap).
 
-The bundled values live in ``data/calibration.yaml``; ``gpuplan validate --fit`` refits them.
+The bundled values live in ``gpuplan/data/calibration/calibration.yaml``; ``gpuplan validate --fit-out``
+refits them.
 """
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from gpuplan.core.errors import DataError, first_problem
+from gpuplan.core.errors import DataError, validate_data
 from gpuplan.core.frozen import FiniteModel
 
 DEFAULT_FAMILY = "default"
 MAX_FACTOR = 1.5
 """No efficiency can exceed the peak by much (1.5 leaves room for a datasheet that understates)."""
+PER_KEY_FACTORS = (
+    "compute_efficiency",
+    "bandwidth_efficiency",
+    "engine_efficiency",
+    "step_overhead_s",
+    "hop_latency_s",
+)
+"""The factors held per family, engine or link: each entry lies in (0, ``MAX_FACTOR``] and each map
+has a ``default`` entry for the keys it lacks."""
 
 
 class FitProvenance(FiniteModel):
@@ -76,13 +86,7 @@ class Calibration(FiniteModel):
 
     @model_validator(mode="after")
     def _positive_factors(self) -> Calibration:
-        for name in (
-            "compute_efficiency",
-            "bandwidth_efficiency",
-            "engine_efficiency",
-            "step_overhead_s",
-            "hop_latency_s",
-        ):
+        for name in PER_KEY_FACTORS:
             for key, value in getattr(self, name).items():
                 if not 0 < value <= MAX_FACTOR:
                     raise ValueError(f"{name}.{key} = {value} is outside (0, {MAX_FACTOR}]")
@@ -107,21 +111,19 @@ class Calibration(FiniteModel):
     def hop_latency(self, link: str) -> float:
         return self.hop_latency_s.get(link, self.hop_latency_s[DEFAULT_FAMILY])
 
+    def factor(self, field: str, key: str = "") -> float:
+        """The value of one factor (``key`` '' for a scalar field); a key the calibration lacks reads
+        its field's ``default`` entry, as the model does."""
+        value = getattr(self, field)
+        if not key:
+            return float(value)
+        return float(value.get(key, value[DEFAULT_FAMILY]))
+
 
 def parse_calibration(data: object, *, origin: str) -> Calibration:
     """Validate a calibration mapping; DataError names the file and the field."""
-    try:
-        cal = Calibration.model_validate(data)
-    except ValidationError as exc:
-        where, msg = first_problem(exc)
-        raise DataError(f"{origin}: {where}: {msg}") from None
-    for name in (
-        "compute_efficiency",
-        "bandwidth_efficiency",
-        "engine_efficiency",
-        "step_overhead_s",
-        "hop_latency_s",
-    ):
+    cal = validate_data(Calibration, data, origin=origin)
+    for name in PER_KEY_FACTORS:
         if DEFAULT_FAMILY not in getattr(cal, name):
             raise DataError(f"{origin}: {name} needs a '{DEFAULT_FAMILY}' entry")
     return cal

@@ -1,4 +1,4 @@
-"""Named efficiency factors of the training model, with provenance (``data/training_calibration.yaml``).
+"""Named efficiency factors of the training model, with provenance (``data/calibration/training_calibration.yaml``).
 
 * ``mfu["family:dtype"]``: achieved fraction of the dense tensor peak of that dtype on the FLOPs
   a step executes (recompute included, so it equals MFU when nothing is recomputed), for large
@@ -22,10 +22,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from gpuplan.core.calibration.serving import FitProvenance
-from gpuplan.core.errors import DataError, first_problem
+from gpuplan.core.errors import DataError, validate_data
 from gpuplan.core.frozen import FrozenModel
 
 DEFAULT_KEY = "default"
@@ -56,14 +56,18 @@ class TrainingCalibration(FrozenModel):
     def hop_latency(self, link: str) -> float:
         return self.hop_latency_s.get(link, self.hop_latency_s[DEFAULT_KEY])
 
+    def factor(self, field: str, key: str = "") -> float:
+        """The value of one factor: ``mfu`` with key ``family:dtype`` (as ``mfu_for`` reads it), or a
+        scalar field (``key`` '')."""
+        if field == "mfu":
+            family, dtype = key.split(":")
+            return self.mfu_for(family, dtype)
+        return float(getattr(self, field))
+
 
 def parse_training_calibration(data: object, *, origin: str) -> TrainingCalibration:
     """Validate a calibration mapping; DataError names the file and the field."""
-    try:
-        cal = TrainingCalibration.model_validate(data)
-    except ValidationError as exc:
-        where, msg = first_problem(exc)
-        raise DataError(f"{origin}: {where}: {msg}") from None
+    cal = validate_data(TrainingCalibration, data, origin=origin)
     if DEFAULT_KEY not in cal.mfu or DEFAULT_KEY not in cal.hop_latency_s:
         raise DataError(f"{origin}: mfu and hop_latency_s need a '{DEFAULT_KEY}' entry")
     return cal

@@ -1,8 +1,9 @@
 """Fleet planning: several workload classes on pools of different GPU types (and MIG slices).
 
-Core modules (pure): ``spec`` (the fleet file), ``units`` (GPUs and MIG slices as pool units),
+Core modules (pure): ``spec`` (the fleet file), ``pool_units`` (GPUs and MIG slices as pool units),
 ``sizing`` (one class on one unit, via ``gpuplan.core.recommend``), ``assign`` (routing classes to
-units), ``planner`` (``plan_fleet``). Adapter: ``service`` (files, catalog, models, training).
+units), ``planner`` (``plan_fleet``). Use case: :mod:`gpuplan.usecases.fleet` (files, catalog, models,
+training).
 """
 
 from __future__ import annotations

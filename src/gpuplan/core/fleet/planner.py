@@ -21,7 +21,8 @@ from gpuplan.core.fleet.sizing import PoolOption, SizingMiss, class_space, size_
 from gpuplan.core.fleet.spec import FleetSpec, WorkloadClass
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.recommend.request import Plan, ServingTarget
+from gpuplan.core.recommend.request import Plan
+from gpuplan.core.workload import Workload
 
 Tier = Literal["hpc", "general", "cost"]
 HPC_FAMILIES = ("hopper", "blackwell")
@@ -120,8 +121,11 @@ def _size_all(
     options: list[list[PoolOption]] = []
     misses: list[list[SizingMiss]] = []
     for cls in spec.classes:
-        target = ServingTarget(
-            input_tokens=cls.input_tokens, output_tokens=cls.output_tokens, rate_rps=spec.rate_of(cls)
+        target = Workload(
+            scenario="rate",
+            input_tokens=cls.input_tokens,
+            output_tokens=cls.output_tokens,
+            rate_rps=spec.rate_of(cls),
         )
         got: list[PoolOption] = []
         missed: list[SizingMiss] = []
@@ -165,20 +169,11 @@ def plan_fleet(
     chosen = assign(options, pricing)
     training_month = sum(t.usd_per_month for t in training)
     total_month = monthly_usd(usd_per_hour=chosen.usd_per_hour) + training_month
-    if spec.budget_usd_per_month is not None and total_month > spec.budget_usd_per_month:
-        raise InfeasibleError(
-            f"fleet infeasible: the cheapest fleet costs ${total_month:,.0f}/month > budget "
-            f"${spec.budget_usd_per_month:,.0f}/month",
-            hint="raise the budget, relax SLAs or add owned inventory",
-        )
+    _check_budget(spec, total_month)
     by_unit = {u.id: u for u in units}
     pools = _pools(spec, chosen.options, by_unit, pricing)
     singles = _single_type(spec, options, misses, units, pricing)
-    best_single = min(
-        (s for s in singles if s.usd_per_month is not None),
-        key=lambda s: s.usd_per_month or 0.0,
-        default=None,
-    )
+    best_single = _cheapest_priced(singles)
     serving_month = monthly_usd(usd_per_hour=chosen.usd_per_hour)
     single_month = best_single.usd_per_month if best_single else None
     saving = single_month - serving_month if single_month else None
@@ -197,6 +192,25 @@ def plan_fleet(
         saving_share=saving / single_month if saving is not None and single_month else None,
         single_type=singles,
         notes=_notes(spec, pools),
+    )
+
+
+def _check_budget(spec: FleetSpec, total_usd_per_month: float) -> None:
+    """InfeasibleError when the cheapest fleet (serving and training) costs more than the budget."""
+    if spec.budget_usd_per_month is not None and total_usd_per_month > spec.budget_usd_per_month:
+        raise InfeasibleError(
+            f"fleet infeasible: the cheapest fleet costs ${total_usd_per_month:,.0f}/month > budget "
+            f"${spec.budget_usd_per_month:,.0f}/month",
+            hint="raise the budget, relax SLAs or add owned inventory",
+        )
+
+
+def _cheapest_priced(singles: Sequence[SingleTypeFleet]) -> SingleTypeFleet | None:
+    """The cheapest single-type fleet that has a price (None when no unit type serves every class)."""
+    return min(
+        (s for s in singles if s.usd_per_month is not None),
+        key=lambda s: s.usd_per_month or 0.0,
+        default=None,
     )
 
 

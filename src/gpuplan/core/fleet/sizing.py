@@ -16,9 +16,10 @@ from gpuplan.core.fleet.pool_units import PoolUnit
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import ReplicaModel
-from gpuplan.core.perf.layout import Layout
-from gpuplan.core.recommend.request import Plan, SearchSpace, ServingTarget, Sla
-from gpuplan.core.recommend.search import max_load_under_sla, rank, search
+from gpuplan.core.recommend.request import Plan, SearchSpace
+from gpuplan.core.recommend.search import max_load_under_sla, one_replica, rank, search
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import Workload
 
 SINGLE_DEVICE = (1,)
 """A MIG slice has no peer links: one replica per slice (tp = pp = 1)."""
@@ -60,7 +61,7 @@ def class_space(
     )
 
 
-def load_ceiling(replica: ReplicaModel, target: ServingTarget, sla: Sla) -> float:
+def load_ceiling(replica: ReplicaModel, target: Workload, sla: Sla) -> float:
     """Requests/s one replica sustains within the SLA (mean latencies; the P99 plug-in point)."""
     return max_load_under_sla(replica, target, sla)
 
@@ -69,7 +70,7 @@ def size_class(
     name: str,
     model: ModelSpec,
     unit: PoolUnit,
-    target: ServingTarget,
+    target: Workload,
     sla: Sla,
     space: SearchSpace,
     cal: Calibration,
@@ -83,11 +84,8 @@ def size_class(
         reason = nearest.rejection.reason if nearest else "no layout"
         return SizingMiss(workload_class=name, unit=unit.id, reason=reason)
     best = rank(plans, "cost")[0]
-    layout = Layout(tp=best.tp, pp=best.pp, weight_dtype=best.weight_dtype, engine=space.engine)
     try:
-        replica = ReplicaModel.build(
-            model, unit.offer.gpu, layout, context_tokens=target.input_tokens + target.output_tokens, cal=cal
-        )
+        replica = one_replica(model, unit.offer.gpu, best.layout, target, cal)
     except InfeasibleError as exc:  # pragma: no cover - search built the same replica
         return SizingMiss(workload_class=name, unit=unit.id, reason=exc.message)
     ceiling = load_ceiling(replica, target, sla)
@@ -96,9 +94,9 @@ def size_class(
         workload_class=name,
         unit=unit.id,
         plan=best.model_copy(update={"gpu": unit.id}),
-        units=best.count,
+        units=best.layout.num_gpus,
         usd_per_unit_hour=unit.offer.usd_per_gpu_hour,
         rate_rps=rate,
         max_rps_per_replica=ceiling,
-        utilisation=rate / (best.replicas * ceiling) if ceiling > 0 else 1.0,
+        utilisation=rate / (best.layout.replicas * ceiling) if ceiling > 0 else 1.0,
     )

@@ -15,7 +15,8 @@ from pydantic import Field, model_validator
 
 from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.frozen import FiniteModel
-from gpuplan.core.recommend.request import Sla
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import MAX_TOKENS, MAX_WRITTEN_RATE_RPS
 
 SHARE_TOLERANCE = 1e-6
 """Shares must sum to 1 within this (floating-point input such as 0.95 + 0.05)."""
@@ -29,9 +30,9 @@ class WorkloadClass(FiniteModel):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     model: str
     share: float | None = Field(default=None, gt=0, le=1, description="share of total_rate_rps")
-    rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
-    input_tokens: int = Field(ge=1, le=10_000_000)
-    output_tokens: int = Field(ge=1, le=10_000_000)
+    rate_rps: float | None = Field(default=None, gt=0, le=MAX_WRITTEN_RATE_RPS)
+    input_tokens: int = Field(ge=1, le=MAX_TOKENS)
+    output_tokens: int = Field(ge=1, le=MAX_TOKENS)
     sla: Sla = Sla()
     dtypes: tuple[str, ...] = ("bf16", "fp8", "int4")
 

@@ -34,105 +34,52 @@ class EngineProfile(FrozenModel):
     source: str
 
 
-ENGINE_PROFILES: tuple[EngineProfile, ...] = (
+_SOURCES = {
+    "vllm": "https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py",
+    "trtllm": "https://nvidia.github.io/TensorRT-LLM/performance/perf-benchmarking.html",
+    "sglang": "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py",
+    "lmdeploy": "https://lmdeploy.readthedocs.io/en/latest/api/pipeline.html",
+    "tgi": "https://huggingface.co/docs/text-generation-inference/reference/launcher",
+    "llamacpp": "https://github.com/ggml-org/llama.cpp/tree/master/tools/server",
+    "mlc": "https://llm.mlc.ai/docs/deploy/cli.html",
+    "other": "https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py",
+}
+_FIELDS = (
+    "name",
+    "max_num_seqs",
+    "max_num_seqs_large_gpu",
+    "max_batched_tokens",
+    "max_batched_tokens_large_gpu",
+    "kv_reservation",
+    "default_memory_utilization",
+    "block_size_tokens",
+)
+_ROWS: tuple[tuple[str | int | float, ...], ...] = (
+    # name, max_num_seqs (ordinary, large GPU), max_batched_tokens (ordinary, large GPU), kv_reservation,
+    # default_memory_utilization, block_size_tokens; each engine's source is in _SOURCES
     # OpenAI API server defaults of vLLM V1 (usage context OPENAI_API_SERVER): 2048 tokens / 256 seqs,
     # 8192 tokens / 1024 seqs on >= 70 GiB non-A100 GPUs (EngineArgs._set_default_args_v1).
-    EngineProfile(
-        name="vllm",
-        max_num_seqs=256,
-        max_num_seqs_large_gpu=1024,
-        max_batched_tokens=2048,
-        max_batched_tokens_large_gpu=8192,
-        kv_reservation="current",
-        default_memory_utilization=0.9,
-        block_size_tokens=16,
-        source="https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py",
-    ),
+    ("vllm", 256, 1024, 2048, 8192, "current", 0.9, 16),
     # trtllm-bench / trtllm-serve: max batch 2048, max_num_tokens 8192; capacity scheduler
     # GUARANTEED_NO_EVICT reserves KV for the full output of each request.
-    EngineProfile(
-        name="trtllm",
-        max_num_seqs=2048,
-        max_num_seqs_large_gpu=2048,
-        max_batched_tokens=8192,
-        max_batched_tokens_large_gpu=8192,
-        kv_reservation="full",
-        default_memory_utilization=0.9,
-        block_size_tokens=32,
-        source="https://nvidia.github.io/TensorRT-LLM/performance/perf-benchmarking.html",
-    ),
+    ("trtllm", 2048, 2048, 8192, 8192, "full", 0.9, 32),
     # mem_fraction_static ~0.88 on 80 GB GPUs; chunked_prefill_size 8192 (16384 on large GPUs); page size 1.
-    EngineProfile(
-        name="sglang",
-        max_num_seqs=1024,
-        max_num_seqs_large_gpu=1024,
-        max_batched_tokens=8192,
-        max_batched_tokens_large_gpu=16384,
-        kv_reservation="current",
-        default_memory_utilization=0.88,
-        block_size_tokens=1,
-        source="https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py",
-    ),
+    ("sglang", 1024, 1024, 8192, 16384, "current", 0.88, 1),
     # TurboMind: max_batch_size 256, cache_max_entry_count 0.8, block 64.
-    EngineProfile(
-        name="lmdeploy",
-        max_num_seqs=256,
-        max_num_seqs_large_gpu=256,
-        max_batched_tokens=8192,
-        max_batched_tokens_large_gpu=8192,
-        kv_reservation="current",
-        default_memory_utilization=0.8,
-        block_size_tokens=64,
-        source="https://lmdeploy.readthedocs.io/en/latest/api/pipeline.html",
-    ),
+    ("lmdeploy", 256, 256, 8192, 8192, "current", 0.8, 64),
     # max_batch_prefill_tokens 4096; max_concurrent_requests 128.
-    EngineProfile(
-        name="tgi",
-        max_num_seqs=128,
-        max_num_seqs_large_gpu=128,
-        max_batched_tokens=4096,
-        max_batched_tokens_large_gpu=4096,
-        kv_reservation="current",
-        default_memory_utilization=0.9,
-        block_size_tokens=16,
-        source="https://huggingface.co/docs/text-generation-inference/reference/launcher",
-    ),
+    ("tgi", 128, 128, 4096, 4096, "current", 0.9, 16),
     # llama-server: one slot by default (--parallel 1), batch 2048.
-    EngineProfile(
-        name="llamacpp",
-        max_num_seqs=1,
-        max_num_seqs_large_gpu=1,
-        max_batched_tokens=2048,
-        max_batched_tokens_large_gpu=2048,
-        kv_reservation="full",
-        default_memory_utilization=0.95,
-        block_size_tokens=1,
-        source="https://github.com/ggml-org/llama.cpp/tree/master/tools/server",
-    ),
+    ("llamacpp", 1, 1, 2048, 2048, "full", 0.95, 1),
     # mlc_llm chat/bench: single-stream decode.
-    EngineProfile(
-        name="mlc",
-        max_num_seqs=1,
-        max_num_seqs_large_gpu=1,
-        max_batched_tokens=2048,
-        max_batched_tokens_large_gpu=2048,
-        kv_reservation="full",
-        default_memory_utilization=0.9,
-        block_size_tokens=16,
-        source="https://llm.mlc.ai/docs/deploy/cli.html",
-    ),
+    ("mlc", 1, 1, 2048, 2048, "full", 0.9, 16),
     # Unknown engine: vLLM-like continuous batching.
-    EngineProfile(
-        name="other",
-        max_num_seqs=256,
-        max_num_seqs_large_gpu=256,
-        max_batched_tokens=8192,
-        max_batched_tokens_large_gpu=8192,
-        kv_reservation="current",
-        default_memory_utilization=0.9,
-        block_size_tokens=16,
-        source="https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py",
-    ),
+    ("other", 256, 256, 8192, 8192, "current", 0.9, 16),
+)  # fmt: skip
+
+ENGINE_PROFILES: tuple[EngineProfile, ...] = tuple(
+    EngineProfile.model_validate({**dict(zip(_FIELDS, row, strict=True)), "source": _SOURCES[str(row[0])]})
+    for row in _ROWS
 )
 """Serving-engine defaults the memory and performance models read. max_num_seqs / max_batched_tokens:
 decode batch limit and tokens per forward step, on ordinary GPUs and on "large" ones (vLLM: >= 70 GiB

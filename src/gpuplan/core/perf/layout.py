@@ -41,6 +41,15 @@ class Layout(FrozenModel):
         return self.gpus_per_replica * self.replicas
 
     @property
+    def replica_label(self) -> str:
+        """One replica in words, as plans' reasons name it: ``tp=2 pp=1, fp8``."""
+        return f"tp={self.tp} pp={self.pp}, {self.weight_dtype}"
+
+    def with_replicas(self, replicas: int) -> Layout:
+        """The same replica layout, run ``replicas`` times."""
+        return self.model_copy(update={"replicas": replicas})
+
+    @property
     def resolved_kv_dtype(self) -> str:
         """KV dtype: explicit, else fp8 for fp8 weights (engines pair them), fp32 for fp32, else 16-bit.
 

@@ -221,23 +221,9 @@ def inference_memory(
     pool = _kv_pool(
         engine.name, usable=usable, util=util, weights=weights, activation=activation, overhead=overhead
     )
-    kv_dtype = layout.resolved_kv_dtype
-    per_token = kv_bytes_per_token_per_gpu(model, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
-    per_seq = kv_bytes_per_sequence_at_len(
-        model,
-        tokens=context,
-        kv_dtype=kv_dtype,
-        tp=layout.tp,
-        pp=layout.pp,
-        chunk_tokens=batched,
-        windows=window_aware(engine, layout.engine_version),
+    per_token, tokens, concurrency = _kv_capacity(
+        model, layout, engine, pool_bytes=pool, context_tokens=context, batched_tokens=batched
     )
-    if per_token <= 0:
-        tokens, concurrency = 0, math.inf
-    else:
-        block = engine.block_size_tokens
-        tokens = int(max(pool, 0.0) // (per_token * block)) * block
-        concurrency = max(pool, 0.0) / per_seq
     return InferenceMemory(
         usable_bytes=usable,
         budget_bytes=usable * util,
@@ -251,6 +237,35 @@ def inference_memory(
         max_concurrency=concurrency,
         fits=pool > 0 and concurrency >= 1.0,
     )
+
+
+def _kv_capacity(
+    model: ModelSpec,
+    layout: Layout,
+    engine: EngineProfile,
+    *,
+    pool_bytes: float,
+    context_tokens: int,
+    batched_tokens: int,
+) -> tuple[float, int, float]:
+    """(KV bytes per token per GPU, tokens the pool holds in whole blocks, full-length requests it
+    holds); a model without KV (per-token cost 0) holds no tokens and unbounded requests."""
+    kv_dtype = layout.resolved_kv_dtype
+    per_token = kv_bytes_per_token_per_gpu(model, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
+    per_seq = kv_bytes_per_sequence_at_len(
+        model,
+        tokens=context_tokens,
+        kv_dtype=kv_dtype,
+        tp=layout.tp,
+        pp=layout.pp,
+        chunk_tokens=batched_tokens,
+        windows=window_aware(engine, layout.engine_version),
+    )
+    if per_token <= 0:
+        return per_token, 0, math.inf
+    block = engine.block_size_tokens
+    tokens = int(max(pool_bytes, 0.0) // (per_token * block)) * block
+    return per_token, tokens, max(pool_bytes, 0.0) / per_seq
 
 
 def _kv_pool(

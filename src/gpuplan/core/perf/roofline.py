@@ -14,7 +14,7 @@ et al. 2009, "Roofline"), plus collectives and a fixed host overhead:
 κ (``overlap_loss``) is the part of the shorter of weight streaming and GEMM math that the longer
 does not hide. A pure roofline has κ = 0; a step is many kernels of different shapes (QKV, out,
 gate/up, down, per layer, with a tail at each wave boundary), so near the ridge point the two add
-up rather than overlap. κ is fitted with the other factors (``perf/data/calibration.yaml``).
+up rather than overlap. κ is fitted with the other factors (``data/calibration/calibration.yaml``).
 
 A step of continuous batching may carry decode tokens and prefill chunks together (chunked
 prefill): the weights stream once for all of them (``step_s``).

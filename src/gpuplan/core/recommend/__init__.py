@@ -16,15 +16,14 @@ from gpuplan.core.recommend.request import (
     Recommendation,
     Rejection,
     SearchSpace,
-    ServingTarget,
-    Sla,
 )
 from gpuplan.core.recommend.search import Miss, rank, search
 from gpuplan.core.recommend.tail import size_on_p99
 from gpuplan.core.sim.simulator import Progress
-from gpuplan.data.calibration import default_calibration
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import SERVING_KINDS, Workload
 
-__all__ = ["GpuOffer", "Plan", "Recommendation", "SearchSpace", "ServingTarget", "Sla", "recommend"]
+__all__ = ["MAX_PLANS", "GpuOffer", "Plan", "Recommendation", "SearchSpace", "recommend"]
 
 MAX_PLANS = 10
 
@@ -32,20 +31,20 @@ MAX_PLANS = 10
 def recommend(
     model: ModelSpec,
     offers: Sequence[GpuOffer],
-    target: ServingTarget,
+    target: Workload,
     *,
     sla: Sla | None = None,
     space: SearchSpace | None = None,
     objective: Objective = "cost",
-    cal: Calibration | None = None,
+    cal: Calibration,
     ownership: OwnershipAssumptions | None = None,
     progress: Progress | None = None,
 ) -> Recommendation:
-    """Search, rank and explain; InfeasibleError (exit 2) with the nearest misses when nothing works.
-    ``progress`` receives the share done of the P99 sizing (only called when the SLA names P99s)."""
+    """Search, rank and explain for a ``rate`` or ``concurrency`` target; InfeasibleError (exit 2) with the
+    nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only)."""
+    target = _serving(target)
     sla = sla or Sla()
     space = space or SearchSpace()
-    cal = cal or default_calibration()
     plans, misses = search(model, offers, target, sla, space, cal=cal)
     if sla.has_percentiles:
         plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal, progress)
@@ -81,6 +80,13 @@ def recommend(
     )
 
 
+def _serving(target: Workload) -> Workload:
+    """``target`` when it is a serving target (``Workload.serving_target``); ValueError otherwise."""
+    if target.scenario not in SERVING_KINDS:
+        raise ValueError(f"recommend sizes a rate or concurrency target, not a {target.scenario} workload")
+    return target
+
+
 def _best_per_gpu(ranked: Sequence[Plan]) -> list[Plan]:
     """The best plan of each GPU type, in rank order, then further layouts of the leaders."""
     seen: set[str] = set()
@@ -108,7 +114,7 @@ def _ranked_out(best_per_gpu: Sequence[Plan], shown: Sequence[Plan]) -> list[Rej
             continue
         listed.add(p.gpu)
         price = f", ${p.usd_per_hour:,.2f}/h" if p.usd_per_hour is not None else ""
-        reason = f"feasible, but its best plan ({p.count}x{p.gpu}{price}) ranks below the {MAX_PLANS} shown"
+        reason = f"feasible, but its best plan ({p.layout.num_gpus}x{p.gpu}{price}) ranks below the {MAX_PLANS} shown"
         out.append(Rejection(gpu=p.gpu, kind="cost", reason=reason))
     return out
 
@@ -145,8 +151,8 @@ def _rejections(
                     gpu=gpu,
                     kind="budget",
                     reason=(
-                        f"cheapest plan {cheapest_over.count}x{gpu} costs ${cheapest_over.usd_per_hour:,.2f}/h "
-                        f"> budget ${budget:,.2f}/h"
+                        f"cheapest plan {cheapest_over.layout.num_gpus}x{gpu} costs "
+                        f"${cheapest_over.usd_per_hour:,.2f}/h > budget ${budget:,.2f}/h"
                     ),
                 )
             )

@@ -9,8 +9,10 @@ from gpuplan.core.cost import OwnershipAssumptions, break_even_months
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import weight_bytes_per_gpu
-from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace, ServingTarget, Sla
+from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace
+from gpuplan.core.sla import Sla
 from gpuplan.core.units import GIB
+from gpuplan.core.workload import Workload
 
 GROWTH_FACTOR = 2.0
 """The "future growth" branch: what the plan becomes at twice the load."""
@@ -21,7 +23,7 @@ def explain(
     plans: Sequence[Plan],
     rejected: Sequence[Rejection],
     offers: Sequence[GpuOffer],
-    target: ServingTarget,
+    target: Workload,
     sla: Sla,
     ownership: OwnershipAssumptions,
 ) -> list[str]:
@@ -47,16 +49,19 @@ def explain(
     if offer is not None:
         lines.append(_rent_vs_own(offer, best, ownership))
     lines.append(
-        f"Growth: at {GROWTH_FACTOR:.0f}x the load, replicas scale to about {best.replicas * GROWTH_FACTOR:.0f} "
-        f"({best.count * GROWTH_FACTOR:.0f} GPUs"
+        f"Growth: at {GROWTH_FACTOR:.0f}x the load, replicas scale to about {best.layout.replicas * GROWTH_FACTOR:.0f} "
+        f"({best.layout.num_gpus * GROWTH_FACTOR:.0f} GPUs"
         + (f", ${best.usd_per_hour * GROWTH_FACTOR:,.2f}/h)" if best.usd_per_hour else ")")
         + "; re-run with the new rate to re-check the layout."
     )
     return lines
 
 
-def _winner(p: Plan, target: ServingTarget, sla: Sla) -> str:
-    load = f"{target.rate_rps:g} req/s" if target.rate_rps else f"{target.concurrency} concurrent requests"
+def _winner(p: Plan, target: Workload, sla: Sla) -> str:
+    # .15g: a whole number of requests in flight prints as one (16, not 16.0), up to the 1e7 cap
+    load = (
+        f"{target.rate_rps:g} req/s" if target.rate_rps else f"{target.concurrency:.15g} concurrent requests"
+    )
     price = (
         f" for ${p.usd_per_hour:,.2f}/h (${p.usd_per_month:,.0f}/month)"
         if p.usd_per_hour and p.usd_per_month
@@ -78,10 +83,11 @@ def _winner(p: Plan, target: ServingTarget, sla: Sla) -> str:
     tail = ""
     if p.ttft_p99_ms is not None and p.tpot_p99_ms is not None:
         tail = f", simulated P99 TTFT {p.ttft_p99_ms:.0f} ms and P99 TPOT {p.tpot_p99_ms:.1f} ms"
+    lay = p.layout
     return (
-        f"Best: {p.count}x {p.gpu} ({p.replicas} replica(s) of tp={p.tp} pp={p.pp}, {p.weight_dtype} weights, "
-        f"{p.kv_dtype} KV) serves {load} ({target.input_tokens} in / {target.output_tokens} out tokens) with "
-        f"mean TTFT {p.ttft_ms:.0f} ms and TPOT {p.tpot_ms:.1f} ms{tail} ({limits}){price}."
+        f"Best: {lay.num_gpus}x {p.gpu} ({lay.replicas} replica(s) of {lay.replica_label} weights, "
+        f"{lay.resolved_kv_dtype} KV) serves {load} ({target.input_tokens} in / {target.output_tokens} out tokens) "
+        f"with mean TTFT {p.ttft_ms:.0f} ms and TPOT {p.tpot_ms:.1f} ms{tail} ({limits}){price}."
     )
 
 
@@ -101,8 +107,9 @@ def _runner_up(p: Plan, best: Plan) -> str:
         delta = f"+{(p.usd_per_hour / best.usd_per_hour - 1) * 100:.0f}% cost (${p.usd_per_hour:,.2f}/h)"
     else:
         delta = "no price in the catalog"
+    lay = p.layout
     return (
-        f"Runner-up {p.count}x {p.gpu} (tp={p.tp}, {p.weight_dtype}): {delta}, TPOT {p.tpot_ms:.1f} ms, "
+        f"Runner-up {lay.num_gpus}x {p.gpu} (tp={lay.tp}, {lay.weight_dtype}): {delta}, TPOT {p.tpot_ms:.1f} ms, "
         f"TTFT {p.ttft_ms:.0f} ms."
     )
 

@@ -2,43 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, cast
 
-from pydantic import Field, model_validator
+from pydantic import (
+    Field,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.perf.layout import Layout
 
 Objective = Literal["cost", "latency", "throughput"]
-
-
-class Sla(FrozenModel):
-    """Latency limits a plan must meet: steady-state means (``ttft_ms``, ``tpot_ms``) and/or P99s,
-    which are sized with the serving simulator (see docs/metrics.md)."""
-
-    ttft_ms: float | None = Field(default=None, gt=0, le=3_600_000)
-    tpot_ms: float | None = Field(default=None, gt=0, le=600_000)
-    ttft_p99_ms: float | None = Field(default=None, gt=0, le=3_600_000)
-    tpot_p99_ms: float | None = Field(default=None, gt=0, le=600_000)
-
-    @property
-    def has_percentiles(self) -> bool:
-        return self.ttft_p99_ms is not None or self.tpot_p99_ms is not None
-
-
-class ServingTarget(FrozenModel):
-    """The load: a request rate (open loop) or a number of requests in flight (closed loop)."""
-
-    input_tokens: int = Field(ge=1, le=10_000_000)
-    output_tokens: int = Field(ge=1, le=10_000_000)
-    rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
-    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
-
-    @model_validator(mode="after")
-    def _one_load(self) -> ServingTarget:
-        if (self.rate_rps is None) == (self.concurrency is None):
-            raise ValueError("give exactly one of rate_rps (requests/s) or concurrency (requests in flight)")
-        return self
 
 
 class SearchSpace(FrozenModel):
@@ -86,16 +66,45 @@ class MemoryBreakdownGib(FrozenModel):
     capacity: float
 
 
-class Plan(FrozenModel):
-    """One ranked answer: the JSON contract of ``recommend --format json`` (docs/recommend.md)."""
+class PlanLayoutKeys(FrozenModel):
+    """A plan's layout as the flat keys of the JSON contract (docs/json.md), in their order: GPUs in
+    all, TP and PP of a replica, replicas, the weight dtype and the KV dtype the layout resolves to."""
 
-    gpu: str
     count: int
     tp: int
     pp: int
     replicas: int
     weight_dtype: str
     kv_dtype: str
+
+    @model_validator(mode="after")
+    def _count_is_all_gpus(self) -> PlanLayoutKeys:
+        if self.count != self.tp * self.pp * self.replicas:
+            raise ValueError(
+                f"count={self.count} is not tp x pp x replicas = {self.tp} x {self.pp} x {self.replicas}"
+            )
+        return self
+
+    @classmethod
+    def of(cls, layout: Layout) -> PlanLayoutKeys:
+        """The keys of ``layout``: its fields of the same names, all its GPUs, its resolved KV dtype."""
+        same = layout.model_dump(include={"tp", "pp", "replicas", "weight_dtype"})
+        return cls(count=layout.num_gpus, kv_dtype=layout.resolved_kv_dtype, **same)
+
+    def to_layout(self) -> Layout:
+        """The layout these keys describe (its engine is not in them: the default)."""
+        return Layout(**self.model_dump(exclude={"count"}))
+
+
+class Plan(FrozenModel):
+    """One ranked answer: the JSON contract of ``recommend --format json`` (docs/json.md)."""
+
+    # The docstring is the schema's description (OpenAPI), so the rest is said here: a plan holds the
+    # Layout the search built (engine included) and is written with it as the flat keys of
+    # PlanLayoutKeys right after ``gpu``; those keys are read back too, so the JSON of earlier
+    # versions still validates (``gpuplan k8s render`` reads recommend files).
+    gpu: str
+    layout: Layout
     concurrency_per_replica: float
     ttft_ms: float
     tpot_ms: float
@@ -117,6 +126,40 @@ class Plan(FrozenModel):
     p99_capacity_rps_per_replica: float | None = Field(
         default=None, description="highest Poisson rate one replica sustains under the P99 limits"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _layout_from_flat_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "layout" in data:
+            return data
+        names = PlanLayoutKeys.model_fields
+        keys = PlanLayoutKeys.model_validate({k: v for k, v in data.items() if k in names})
+        return {**{k: v for k, v in data.items() if k not in names}, "layout": keys.to_layout()}
+
+    @model_serializer(mode="wrap")
+    def _layout_as_flat_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields = handler(self)
+        del fields["layout"]
+        return {"gpu": fields.pop("gpu"), **PlanLayoutKeys.of(self.layout).model_dump(), **fields}
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """The fields' schema with ``layout`` spelt as its flat keys, in validation and serialization
+        alike: what the serializer writes (its ``dict`` return type would say nothing of the keys)."""
+        fields_only = cast(CoreSchema, {k: v for k, v in schema.items() if k != "serialization"})
+        json_schema = handler(fields_only)
+        plan = handler.resolve_ref_schema(json_schema)
+        keys = PlanLayoutKeys.model_json_schema()
+        properties: dict[str, Any] = {}
+        for name, prop in plan["properties"].items():
+            properties.update(keys["properties"] if name == "layout" else {name: prop})
+        plan["properties"] = properties
+        plan["required"] = [
+            k for name in plan["required"] for k in (keys["required"] if name == "layout" else [name])
+        ]
+        return json_schema
 
 
 class Rejection(FrozenModel):

@@ -21,7 +21,7 @@ from gpuplan.core.cost import monthly_usd, usd_per_million_tokens
 from gpuplan.core.errors import GpuplanError, InfeasibleError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel, decode_bound
+from gpuplan.core.perf.inference import ReplicaModel, decode_bound
 from gpuplan.core.perf.layout import Layout, check_layout
 from gpuplan.core.perf.memory import usable_memory_bytes, weight_bytes_per_gpu
 from gpuplan.core.recommend.request import (
@@ -31,11 +31,10 @@ from gpuplan.core.recommend.request import (
     Plan,
     Rejection,
     SearchSpace,
-    ServingTarget,
-    Sla,
 )
+from gpuplan.core.sla import Sla
 from gpuplan.core.units import GIB, MS_PER_S
-from gpuplan.data.calibration import default_calibration
+from gpuplan.core.workload import Workload
 
 BISECTION_STEPS = 12
 """Bisection steps: 2^12 resolves the load to 0.025 % of its ceiling."""
@@ -74,11 +73,28 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
                     break
 
 
-def _weights_fit(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> bool:
-    weights = weight_bytes_per_gpu(
+def _weight_bytes(model: ModelSpec, layout: Layout) -> float:
+    """Weight bytes on one GPU of ``layout``."""
+    return weight_bytes_per_gpu(
         model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
     ).total
-    return weights < usable_memory_bytes(gpu) * WEIGHT_SHARE_LIMIT
+
+
+def _weights_fit(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> bool:
+    return _weight_bytes(model, layout) < usable_memory_bytes(gpu) * WEIGHT_SHARE_LIMIT
+
+
+def one_replica(
+    model: ModelSpec, gpu: GpuSpec, layout: Layout, target: Workload, cal: Calibration
+) -> ReplicaModel:
+    """One replica of ``layout`` sized for the target's context; InfeasibleError if it does not fit."""
+    return ReplicaModel.build(
+        model,
+        gpu,
+        layout.with_replicas(1),
+        context_tokens=target.input_tokens + target.output_tokens,
+        cal=cal,
+    )
 
 
 def _meets(sla: Sla, ttft_s: float, tpot_s: float) -> bool:
@@ -87,16 +103,16 @@ def _meets(sla: Sla, ttft_s: float, tpot_s: float) -> bool:
     )
 
 
-def _workload(target: ServingTarget, load: float) -> InferenceWorkload:
+def _workload(target: Workload, load: float) -> Workload:
     """Per-replica workload at ``load``: requests/s for a rate target, requests in flight otherwise."""
     if target.rate_rps is not None:
-        return InferenceWorkload(
+        return Workload(
             scenario="rate",
             input_tokens=target.input_tokens,
             output_tokens=target.output_tokens,
             rate_rps=max(load, MIN_RATE_RPS),
         )
-    return InferenceWorkload(
+    return Workload(
         scenario="concurrency",
         input_tokens=target.input_tokens,
         output_tokens=target.output_tokens,
@@ -104,7 +120,7 @@ def _workload(target: ServingTarget, load: float) -> InferenceWorkload:
     )
 
 
-def max_load_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -> float:
+def max_load_under_sla(replica: ReplicaModel, target: Workload, sla: Sla) -> float:
     """Largest per-replica load (req/s or concurrency) whose TTFT/TPOT meet the SLA; 0 if none does.
 
     Latency rises with load, so bisection applies. The rate ceiling is the replica's offline
@@ -115,7 +131,7 @@ def max_load_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -
     if not _meets(sla, ttft, tpot):
         return 0.0
     if target.rate_rps is not None:
-        offline = InferenceWorkload(
+        offline = Workload(
             scenario="offline", input_tokens=target.input_tokens, output_tokens=target.output_tokens
         )
         ceiling = replica.run(offline)[2] / target.output_tokens
@@ -132,17 +148,17 @@ def max_load_under_sla(replica: ReplicaModel, target: ServingTarget, sla: Sla) -
     return lo if target.rate_rps is not None else math.floor(lo)
 
 
-def _lowest_load(target: ServingTarget) -> float:
+def _lowest_load(target: Workload) -> float:
     return MIN_RATE_RPS if target.rate_rps is not None else 1.0
 
 
-def _replicas_needed(target: ServingTarget, load_max: float, headroom: float) -> int:
+def _replicas_needed(target: Workload, load_max: float, headroom: float) -> int:
     if target.concurrency is not None:
         return math.ceil(target.concurrency / max(math.floor(load_max * headroom), 1))
     return math.ceil((target.rate_rps or 0.0) / (load_max * headroom))
 
 
-def _load_per_replica(target: ServingTarget, replicas: int) -> float:
+def _load_per_replica(target: Workload, replicas: int) -> float:
     """The load each replica carries when the target is spread evenly."""
     if target.concurrency is not None:
         return target.concurrency / replicas
@@ -153,7 +169,7 @@ def evaluate(
     model: ModelSpec,
     offer: GpuOffer,
     layout: Layout,
-    target: ServingTarget,
+    target: Workload,
     sla: Sla,
     space: SearchSpace,
     cal: Calibration,
@@ -161,14 +177,9 @@ def evaluate(
     """Size and price one layout, or say why it cannot serve the target."""
     gpu = offer.gpu
     try:
-        replica = ReplicaModel.build(
-            model, gpu, layout, context_tokens=target.input_tokens + target.output_tokens, cal=cal
-        )
+        replica = one_replica(model, gpu, layout, target, cal)
     except InfeasibleError as exc:
-        weights = weight_bytes_per_gpu(
-            model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
-        ).total
-        over = weights / usable_memory_bytes(gpu)  # how many times the weights alone fill a GPU
+        over = _weight_bytes(model, layout) / usable_memory_bytes(gpu)  # times the weights alone fill a GPU
         return Miss(Rejection(gpu=gpu.id, kind="memory", reason=exc.message), MEMORY_MISS + _squash(over))
     load_max = max_load_under_sla(replica, target, sla)
     if load_max <= 0:
@@ -180,12 +191,11 @@ def evaluate(
     replicas = _replicas_needed(target, load_max, space.headroom)
     count = replicas * layout.gpus_per_replica
     if count > space.max_gpus:
-        layout_label = f"tp={layout.tp} pp={layout.pp}, {layout.weight_dtype}"
-        return count_miss(gpu.id, f"{replicas} replicas of {layout_label}", count, space.max_gpus)
+        return count_miss(gpu.id, f"{replicas} replicas of {layout.replica_label}", count, space.max_gpus)
     return _plan(
         replica,
         offer,
-        layout.model_copy(update={"replicas": replicas}),
+        layout.with_replicas(replicas),
         target,
         _load_per_replica(target, replicas),
         cal.is_fitted(gpu.family),
@@ -201,7 +211,7 @@ def count_miss(gpu: str, what: str, count: int, max_gpus: int) -> Miss:
 
 
 def plan_for(
-    replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: ServingTarget, cal: Calibration
+    replica: ReplicaModel, offer: GpuOffer, layout: Layout, target: Workload, cal: Calibration
 ) -> Plan:
     """Price and describe ``layout`` (its replicas set) carrying the target spread evenly."""
     load = _load_per_replica(target, layout.replicas)
@@ -212,7 +222,7 @@ def _plan(
     replica: ReplicaModel,
     offer: GpuOffer,
     layout: Layout,
-    target: ServingTarget,
+    target: Workload,
     load: float,
     calibrated: bool,
 ) -> Plan:
@@ -235,12 +245,7 @@ def _plan(
     )
     return Plan(
         gpu=offer.gpu.id,
-        count=layout.num_gpus,
-        tp=layout.tp,
-        pp=layout.pp,
-        replicas=layout.replicas,
-        weight_dtype=layout.weight_dtype,
-        kv_dtype=layout.resolved_kv_dtype,
+        layout=layout,
         concurrency_per_replica=running,
         ttft_ms=ttft * MS_PER_S,
         tpot_ms=tpot * MS_PER_S,
@@ -270,10 +275,7 @@ def _latency_reason(sla: Sla, ttft_s: float, tpot_s: float, layout: Layout) -> s
         parts.append(f"TTFT {ttft_s * MS_PER_S:.0f} ms > {sla.ttft_ms:g} ms")
     if sla.tpot_ms is not None and tpot_s * MS_PER_S > sla.tpot_ms:
         parts.append(f"TPOT {tpot_s * MS_PER_S:.1f} ms > {sla.tpot_ms:g} ms")
-    return (
-        " and ".join(parts) + f" even with one request (best layout tp={layout.tp} pp={layout.pp}, "
-        f"{layout.weight_dtype})"
-    )
+    return " and ".join(parts) + f" even with one request (best layout {layout.replica_label})"
 
 
 def _sla_excess(sla: Sla, ttft_s: float, tpot_s: float) -> float:
@@ -288,14 +290,13 @@ def _sla_excess(sla: Sla, ttft_s: float, tpot_s: float) -> float:
 def search(
     model: ModelSpec,
     offers: Sequence[GpuOffer],
-    target: ServingTarget,
+    target: Workload,
     sla: Sla,
     space: SearchSpace,
     *,
-    cal: Calibration | None = None,
+    cal: Calibration,
 ) -> tuple[list[Plan], dict[str, list[Miss]]]:
     """All feasible plans (unranked) and, per GPU type, the misses."""
-    cal = cal or default_calibration()
     plans: list[Plan] = []
     misses: dict[str, list[Miss]] = {}
     for offer in offers:
@@ -325,7 +326,14 @@ def rank(plans: Sequence[Plan], objective: Objective) -> list[Plan]:
     if objective == "latency":
         return sorted(plans, key=lambda p: (p.tpot_ms, p.ttft_ms, p.usd_per_hour or math.inf))
     if objective == "throughput":
-        return sorted(plans, key=lambda p: (-(p.output_tokens_per_s / (p.usd_per_hour or math.inf)), p.count))
+        return sorted(
+            plans, key=lambda p: (-(p.output_tokens_per_s / (p.usd_per_hour or math.inf)), p.layout.num_gpus)
+        )
     return sorted(
-        plans, key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf, p.count, p.tpot_ms)
+        plans,
+        key=lambda p: (
+            p.usd_per_hour if p.usd_per_hour is not None else math.inf,
+            p.layout.num_gpus,
+            p.tpot_ms,
+        ),
     )

@@ -3,7 +3,7 @@
 A mean TTFT says nothing about the slowest 1 % of requests: queueing behind bursts of Poisson
 arrivals stretches the tail long before the mean moves. When the SLA names P99 limits, each of the
 best analytic plans of a GPU type is re-sized: the highest Poisson rate one replica sustains with
-its simulated P99 TTFT/TPOT inside the limits (``sim.capacity.max_rate_under_slo``, bisection over
+its simulated P99 TTFT/TPOT inside the limits (``core.sim.capacity.max_rate_under_slo``, bisection over
 the simulator) sets ``replicas = ⌈target rate / that rate⌉``, and the plan is re-priced. P99 sizing
 replaces the analytic headroom (the simulated tail is what the headroom stood in for); mean limits,
 when also given, still hold because a plan never shrinks below its analytic size.
@@ -18,14 +18,23 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.errors import GpuplanError, UserInputError
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import ReplicaModel
-from gpuplan.core.perf.layout import Layout
-from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace, ServingTarget, Sla
-from gpuplan.core.recommend.search import COUNT_MISS, LATENCY_MISS, Miss, count_miss, plan_for, rank
+from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace
+from gpuplan.core.recommend.search import (
+    COUNT_MISS,
+    LATENCY_MISS,
+    Miss,
+    count_miss,
+    one_replica,
+    plan_for,
+    rank,
+)
 from gpuplan.core.sim.capacity import max_rate_under_slo
-from gpuplan.core.sim.config import SimConfig, Slo
+from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import Progress, simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import Workload
 
 PLANS_PER_GPU = 2
 """Analytic plans of each GPU type re-sized by simulation: the cheapest two cover the usual
@@ -45,7 +54,7 @@ def size_on_p99(
     model: ModelSpec,
     offers: Sequence[GpuOffer],
     plans: Sequence[Plan],
-    target: ServingTarget,
+    target: Workload,
     sla: Sla,
     space: SearchSpace,
     cal: Calibration,
@@ -64,7 +73,7 @@ def size_on_p99(
     shortlist, dropped = _shortlist(plans, space.p99_gpu_types)
     for gpu, cheapest in dropped.items():
         reason = (
-            f"cheapest analytic plan {cheapest.count}x{gpu} ranks below the {space.p99_gpu_types} GPU types "
+            f"cheapest analytic plan {cheapest.layout.num_gpus}x{gpu} ranks below the {space.p99_gpu_types} GPU types "
             "re-sized on simulated P99s; name it with --gpus to size it"
         )
         misses.setdefault(gpu, []).append(Miss(Rejection(gpu=gpu, kind="cost", reason=reason), COUNT_MISS))
@@ -94,11 +103,7 @@ def _shortlist(plans: Sequence[Plan], gpu_types: int) -> tuple[list[Plan], dict[
     return [p for chosen in kept.values() for p in chosen], dropped
 
 
-def _slo(sla: Sla) -> Slo:
-    return Slo(ttft_p99_ms=sla.ttft_p99_ms, tpot_p99_ms=sla.tpot_p99_ms)
-
-
-def _spec(target: ServingTarget, rate_rps: float) -> WorkloadSpec:
+def _spec(target: Workload, rate_rps: float) -> WorkloadSpec:
     return WorkloadSpec(
         arrival=ArrivalSpec(kind="poisson", rate_rps=rate_rps),
         input_tokens=LengthDist(kind="fixed", value=target.input_tokens),
@@ -108,31 +113,34 @@ def _spec(target: ServingTarget, rate_rps: float) -> WorkloadSpec:
     )
 
 
+def _replica_of(
+    model: ModelSpec, offer: GpuOffer, plan: Plan, target: Workload, cal: Calibration
+) -> ReplicaModel | Miss:
+    """One replica of the plan's layout (the simulator runs it alone), or a memory miss when it does
+    not build."""
+    try:
+        return one_replica(model, offer.gpu, plan.layout, target, cal)
+    except GpuplanError as exc:
+        return Miss(Rejection(gpu=plan.gpu, kind="memory", reason=exc.message), LATENCY_MISS)
+
+
 def _resize(
     model: ModelSpec,
     offer: GpuOffer,
     plan: Plan,
-    target: ServingTarget,
+    target: Workload,
     sla: Sla,
     space: SearchSpace,
     cal: Calibration,
 ) -> Plan | Miss:
-    layout = Layout(
-        tp=plan.tp,
-        pp=plan.pp,
-        weight_dtype=plan.weight_dtype,
-        kv_dtype=plan.kv_dtype,
-        engine=space.engine,
-    )
-    try:
-        replica = ReplicaModel.build(
-            model, offer.gpu, layout, context_tokens=target.input_tokens + target.output_tokens, cal=cal
-        )
-    except GpuplanError as exc:
-        return Miss(Rejection(gpu=plan.gpu, kind="memory", reason=exc.message), LATENCY_MISS)
+    """The plan with its replicas re-sized on simulated P99s and re-priced, or why it cannot be."""
+    replica = _replica_of(model, offer, plan, target, cal)
+    if isinstance(replica, Miss):
+        return replica
     config = SimConfig(record_timeline=False, warmup_fraction=WARMUP_FRACTION)
-    found = max_rate_under_slo(replica, _spec(target, 1.0), _slo(sla), config, steps=TAIL_STEPS)
-    label = f"tp={plan.tp} pp={plan.pp}, {plan.weight_dtype}"
+    found = max_rate_under_slo(replica, _spec(target, 1.0), sla, config, steps=TAIL_STEPS)
+    layout = plan.layout
+    label = layout.replica_label
     if not found.feasible or found.rate_rps <= 0:
         reason = (found.reason or "P99 limits missed").replace("infeasible even at rate -> 0: ", "")
         return Miss(
@@ -144,12 +152,12 @@ def _resize(
     rate = target.rate_rps or 0.0
     replicas = max(math.ceil(rate / found.rate_rps), 1)
     if sla.ttft_ms is not None or sla.tpot_ms is not None:
-        replicas = max(replicas, plan.replicas)
+        replicas = max(replicas, layout.replicas)
     count = replicas * layout.gpus_per_replica
     if count > space.max_gpus:
         what = f"on P99: {replicas} replicas of {label}, {found.rate_rps:.2f} req/s each"
         return count_miss(plan.gpu, what, count, space.max_gpus)
-    sized = plan_for(replica, offer, layout.model_copy(update={"replicas": replicas}), target, cal)
+    sized = plan_for(replica, offer, layout.with_replicas(replicas), target, cal)
     tail = summarise(
         simulate(replica, generate(_spec(target, rate / replicas)), config), warmup_fraction=WARMUP_FRACTION
     )

@@ -18,16 +18,18 @@ import math
 import numpy as np
 
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
-from gpuplan.core.sim.config import SimConfig, Slo
+from gpuplan.core.perf.inference import ReplicaModel
+from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.metrics import SimSummary, summarise
 from gpuplan.core.sim.simulator import SimResult, replica_limits, simulate
 from gpuplan.core.sim.workload import ArrivalSpec, WorkloadSpec, generate
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import Workload
 
 BISECTION_STEPS = 12
 """2^-12 of the bracket: well below the run-to-run noise of a few thousand simulated requests."""
 UPPER_BOUND_FACTOR = 1.5
-"""Bracket top: 1.5× the analytic offline throughput (perf/inference.py), which no load exceeds."""
+"""Bracket top: 1.5× the analytic offline throughput (perf/scenarios.py), which no load exceeds."""
 KEEP_UP_RATIO = 0.95
 """A stable queue completes requests as fast as they arrive, within sampling noise."""
 KEEP_UP_MIN_REQUESTS = 100
@@ -59,7 +61,7 @@ class CapacityResult(FrozenModel):
 
 def offline_requests_per_s(replica: ReplicaModel, workload: WorkloadSpec) -> float:
     """The analytic offline maximum of the whole deployment for the workload's mean lengths."""
-    mean = InferenceWorkload(
+    mean = Workload(
         scenario="offline",
         input_tokens=max(round(workload.input_tokens.mean_tokens), 0),
         output_tokens=max(round(workload.output_tokens.mean_tokens), 1),
@@ -116,9 +118,10 @@ def _backlogged_decode_tokens_per_s(result: SimResult) -> float:
     return total
 
 
-def violation(summary: SimSummary, slo: Slo, offered_rps: float) -> str | None:
-    """Why a run fails the SLO (None when it passes). Keeping up is judged against the rate the seeded
-    sample actually realised (a short or bursty sample can arrive well below the nominal rate)."""
+def violation(summary: SimSummary, slo: Sla, offered_rps: float) -> str | None:
+    """Why a run fails the SLO's P99 limits (None when it passes; mean limits are not checked here).
+    Keeping up is judged against the rate the seeded sample actually realised (a short or bursty
+    sample can arrive well below the nominal rate)."""
     if summary.truncated:
         return summary.truncated
     if summary.rejected:
@@ -152,7 +155,7 @@ def _drain_share(summary: SimSummary) -> float:
 def max_rate_under_slo(
     replica: ReplicaModel,
     workload: WorkloadSpec,
-    slo: Slo,
+    slo: Sla,
     config: SimConfig | None = None,
     *,
     steps: int = BISECTION_STEPS,

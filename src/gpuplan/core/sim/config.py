@@ -1,4 +1,4 @@
-"""Knobs of the simulated serving engine and the service-level objective, as frozen models."""
+"""Knobs of the simulated serving engine, as frozen models (its latency limits: ``gpuplan.core.sla``)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Disaggregation(FiniteModel):
 
 
 class SimConfig(FiniteModel):
-    """Scheduler settings; ``None`` means the engine default from ``perf/data/engines.yaml``."""
+    """Scheduler settings; ``None`` means the engine default (``ENGINE_PROFILES``, ``core/perf/engine_profiles.py``)."""
 
     max_num_seqs: int | None = Field(default=None, ge=1, le=1_000_000)
     max_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
@@ -55,15 +55,3 @@ class SimConfig(FiniteModel):
     max_events: int = Field(default=DEFAULT_MAX_EVENTS, ge=1)
     max_sim_time_s: float = Field(default=DEFAULT_MAX_SIM_TIME_S, gt=0)
     record_timeline: bool = True
-
-
-class Slo(FiniteModel):
-    """P99 limits (ms) a load must meet; ``None`` = not constrained."""
-
-    ttft_p99_ms: float | None = Field(default=None, gt=0)
-    tpot_p99_ms: float | None = Field(default=None, gt=0)
-    e2e_p99_ms: float | None = Field(default=None, gt=0)
-
-    @property
-    def empty(self) -> bool:
-        return self.ttft_p99_ms is None and self.tpot_p99_ms is None and self.e2e_p99_ms is None

@@ -19,9 +19,9 @@ import numpy as np
 from pydantic import Field
 
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.sim.config import Slo
 from gpuplan.core.sim.simulator import SimResult
 from gpuplan.core.sim.workload import FloatArray
+from gpuplan.core.sla import Sla
 from gpuplan.core.units import MS_PER_S
 
 PERCENTILES = (50.0, 90.0, 95.0, 99.0)
@@ -106,7 +106,7 @@ def _measured_mask(result: SimResult, warmup_fraction: float) -> np.ndarray:
     return mask
 
 
-def _slo_met(lat: dict[str, FloatArray], slo: Slo) -> np.ndarray:
+def _slo_met(lat: dict[str, FloatArray], slo: Sla) -> np.ndarray:
     ok = np.isfinite(lat["e2e"])
     for key, limit in (("ttft", slo.ttft_p99_ms), ("tpot", slo.tpot_p99_ms), ("e2e", slo.e2e_p99_ms)):
         if limit is not None:
@@ -114,7 +114,7 @@ def _slo_met(lat: dict[str, FloatArray], slo: Slo) -> np.ndarray:
     return ok
 
 
-def summarise(result: SimResult, *, slo: Slo | None = None, warmup_fraction: float = 0.0) -> SimSummary:
+def summarise(result: SimResult, *, slo: Sla | None = None, warmup_fraction: float = 0.0) -> SimSummary:
     """Metrics over the requests that arrived after the first ``warmup_fraction`` of them."""
     mask = _measured_mask(result, warmup_fraction)
     lat = {k: v[mask] for k, v in per_request_s(result).items()}
@@ -127,7 +127,7 @@ def summarise(result: SimResult, *, slo: Slo | None = None, warmup_fraction: flo
     inputs = result.input_tokens[mask][done]
     dt, batch, kv, itl, weights = _step_arrays(result, start)
     goodput = attainment = None
-    if slo is not None and not slo.empty:
+    if slo is not None and slo.has_percentiles:  # goodput: each request within the P99 limits
         met = _slo_met(lat, slo)
         goodput = float(met.sum()) / window
         attainment = float(met.sum()) / max(int(mask.sum()), 1)

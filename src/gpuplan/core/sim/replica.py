@@ -14,7 +14,7 @@ Each engine step (Yu et al. 2022 "Orca" iteration-level scheduling; vLLM V1 sche
    memoised by their integer arguments.
 
 Per-sequence context for the decode step is each sequence's life-mean context ``prompt + output/2``
-(the analytic model's choice, ``perf/inference.py``): in steady state the mean current context of a
+(the analytic model's choice, ``perf/scenarios.py``): in steady state the mean current context of a
 batch equals it, a single request reproduces the analytic latency exactly, and the step time depends
 on two integers only, so it memoises well. KV occupancy, by contrast, follows the real current length.
 
@@ -31,69 +31,13 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
-from gpuplan.core.perf.roofline import StepModel
+from gpuplan.core.sim.records import Book, Timeline
+from gpuplan.core.sim.step_times import StepTimes
 
 Role = Literal["mixed", "prefill", "decode"]
-
-
-class StepTimes:
-    """Memoised step times of the core model; keys are integers, so hits reproduce exact values."""
-
-    def __init__(self, step: StepModel) -> None:
-        self.step = step
-        self._decode: dict[tuple[int, int], float] = {}
-        self._prefill: dict[tuple[int, int], float] = {}
-        self._mixed: dict[tuple[int, int, int, int], float] = {}
-
-    def decode_s(self, batch: int, context: int) -> float:
-        key = (batch, context)
-        value = self._decode.get(key)
-        if value is None:
-            value = self._decode[key] = self.step.decode_s(batch=batch, context=context)
-        return value
-
-    def prefill_s(self, tokens: int, prompt: int) -> float:
-        key = (tokens, prompt)
-        value = self._prefill.get(key)
-        if value is None:
-            value = self._prefill[key] = self.step.prefill_s(tokens=tokens, prompt_tokens=prompt)
-        return value
-
-    def mixed_s(self, batch: int, context: int, tokens: int, prompt: int) -> float:
-        """A step of decode tokens and a prefill chunk together: one pass over the weights."""
-        key = (batch, context, tokens, prompt)
-        value = self._mixed.get(key)
-        if value is None:
-            value = self._mixed[key] = self.step.step_s(
-                batch=batch, context=context, prefill_tokens=tokens, prompt_tokens=prompt
-            )
-        return value
-
-
-@dataclass
-class Book:
-    """Per-request state shared by all replicas (plain lists: scalar access is what the loop does)."""
-
-    arrival_s: list[float]
-    inp: list[int]
-    out: list[int]
-    gen: list[int] = field(default_factory=list)
-    first_s: list[float] = field(default_factory=list)
-    finish_s: list[float] = field(default_factory=list)
-    scheduled_s: list[float] = field(default_factory=list)
-    preemptions: list[int] = field(default_factory=list)
-    epoch: list[int] = field(default_factory=list)
-    last_s: list[float] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        n = len(self.inp)
-        nan = math.nan
-        self.gen, self.first_s, self.finish_s = [0] * n, [nan] * n, [nan] * n
-        self.scheduled_s, self.preemptions, self.epoch = [nan] * n, [0] * n, [0] * n
-        self.last_s = [nan] * n
 
 
 @dataclass(frozen=True)
@@ -112,25 +56,6 @@ class ReplicaLimits:
     reserve_full: bool
     swap: bool
     swap_s_per_token: float
-
-
-@dataclass
-class Timeline:
-    """One row per engine step: end time, duration, decoding sequences, prefill tokens, KV use, load,
-    preemptions, and the step's inter-token gap (``gap_s``, shared by ``gap_n`` sequences); plus the
-    gaps of sequences that rejoined decoding (``rejoin_t_s`` when, ``rejoin_gap_s`` how long)."""
-
-    t_s: list[float] = field(default_factory=list)
-    dt_s: list[float] = field(default_factory=list)
-    decode: list[int] = field(default_factory=list)
-    prefill_tokens: list[int] = field(default_factory=list)
-    kv_fraction: list[float] = field(default_factory=list)
-    queued: list[int] = field(default_factory=list)
-    preempted: list[int] = field(default_factory=list)
-    gap_s: list[float] = field(default_factory=list)
-    gap_n: list[int] = field(default_factory=list)
-    rejoin_t_s: list[float] = field(default_factory=list)
-    rejoin_gap_s: list[float] = field(default_factory=list)
 
 
 class Replica:
@@ -241,7 +166,7 @@ class Replica:
     def _admit_ready(self, now: float) -> float:
         """Requests whose KV exists elsewhere (swapped out, or handed off by a prefill replica)."""
         cost = 0.0
-        b, lim = self.book, self.lim
+        lim = self.lim
         while self.ready and len(self.running) + len(self.prefilling) < lim.max_seqs:
             rid = self.ready[0]
             tokens = self._tokens(rid)
@@ -250,10 +175,7 @@ class Replica:
             if self.kv_used + need + self._growth() + own > lim.kv_tokens:  # room for this step's pages too
                 break
             self.ready.popleft()
-            self.kv_used += need
-            self.c0[rid] = tokens
-            if b.scheduled_s[rid] != b.scheduled_s[rid]:
-                b.scheduled_s[rid] = now
+            self._allocate(rid, tokens, need, now)
             if rid in self.swapped:  # a KV hand-off already paid its transfer on the way in
                 self.swapped.discard(rid)
                 cost += need * lim.swap_s_per_token
@@ -271,7 +193,7 @@ class Replica:
             take = min(self.pf_left[rid], budget)
             chunk.append((rid, take))
             budget -= take
-        b, lim = self.book, self.lim
+        lim = self.lim
         admit = not self._preempted
         while (
             admit and budget > 0 and self.waiting and len(self.running) + len(self.prefilling) < lim.max_seqs
@@ -283,16 +205,22 @@ class Replica:
             if self.kv_used + need + growth > lim.kv_tokens or (not lim.chunked and chunk and work > budget):
                 break
             self.waiting.popleft()
-            self.kv_used += need
-            self.c0[rid] = tokens
-            if b.scheduled_s[rid] != b.scheduled_s[rid]:
-                b.scheduled_s[rid] = now
+            self._allocate(rid, tokens, need, now)
             self.prefilling.append(rid)
             self.pf_left[rid] = work
             take = work if not lim.chunked else min(work, budget)
             chunk.append((rid, take))
             budget -= take
         return chunk
+
+    def _allocate(self, rid: int, tokens: int, need: float, now: float) -> None:
+        """An admitted request takes ``need`` KV slots holding ``tokens``; its first admission (its
+        scheduled time is still NaN) stamps ``now`` as that time."""
+        self.kv_used += need
+        self.c0[rid] = tokens
+        scheduled = self.book.scheduled_s
+        if scheduled[rid] != scheduled[rid]:
+            scheduled[rid] = now
 
     def _prefill_work(self, rid: int) -> int:
         """Prompt tokens to compute: the uncached share of the prompt (prefix cache) on first admission,

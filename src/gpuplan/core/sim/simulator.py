@@ -20,7 +20,9 @@ from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import recurrent_state_bytes_per_gpu
 from gpuplan.core.sim.config import SimConfig
-from gpuplan.core.sim.replica import Book, Replica, ReplicaLimits, Role, StepTimes, Timeline
+from gpuplan.core.sim.records import Book, Timeline
+from gpuplan.core.sim.replica import Replica, ReplicaLimits, Role
+from gpuplan.core.sim.step_times import StepTimes
 from gpuplan.core.sim.workload import FloatArray, IntArray, Requests
 
 PCIE_GEN4_X16_BYTES_PER_S = 64e9

@@ -8,7 +8,6 @@ the same requests.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 from dataclasses import dataclass
@@ -20,11 +19,10 @@ from pydantic import Field, model_validator
 
 from gpuplan.core.errors import FileFormatError, UserInputError
 from gpuplan.core.frozen import FiniteModel
+from gpuplan.core.workload import MAX_TOKENS
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-MAX_TOKENS = 10_000_000
-"""Same bound as ``InferenceWorkload`` (perf/inference.py): longer requests are input mistakes."""
 
 
 class LengthDist(FiniteModel):
@@ -215,8 +213,16 @@ def _record(values: dict[str, object], origin: str, line: int) -> tuple[float, i
     return t, int(inp), int(out)
 
 
+def _newline_terminated_lines(text: str) -> list[str]:
+    r"""The lines of ``text``, endings kept, split at line feeds only, as ``io.StringIO`` iterates them:
+    a lone ``\r`` or a form feed ends no line, so ``\r\n`` rows and quoted fields reach the CSV reader
+    unchanged and its line numbers stay those of the file."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
+
+
 def _csv_rows(text: str, origin: str) -> list[tuple[float, int, int]]:
-    reader = csv.DictReader(io.StringIO(text))
+    reader = csv.DictReader(_newline_terminated_lines(text))
     missing = [c for c in TRACE_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise FileFormatError(

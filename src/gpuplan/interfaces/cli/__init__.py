@@ -5,9 +5,19 @@ from __future__ import annotations
 import sys
 
 from gpuplan.core.errors import UserInputError
-from gpuplan.interfaces.cli import cmd_bench as _cmd_bench  # noqa: F401  (each module registers its commands)
+
+# Each module registers its commands on import, and the help lists them in that order: these four
+# come first and in this order (mock-server before calibrate, the bench and results groups before
+# k8s, bench serve before bench gpu), not alphabetically.
+# isort: off
+from gpuplan.interfaces.cli import cmd_mock as _cmd_mock  # noqa: F401
+from gpuplan.interfaces.cli import cmd_bench as _cmd_bench  # noqa: F401
+from gpuplan.interfaces.cli import cmd_bench_serve as _cmd_bench_serve  # noqa: F401
 from gpuplan.interfaces.cli import cmd_bench_gpu as _cmd_bench_gpu  # noqa: F401
+
+# isort: on
 from gpuplan.interfaces.cli import cmd_deploy as _cmd_deploy  # noqa: F401
+from gpuplan.interfaces.cli import cmd_results as _cmd_results  # noqa: F401
 from gpuplan.interfaces.cli import cmd_simulate as _cmd_simulate  # noqa: F401
 from gpuplan.interfaces.cli import cmd_train as _cmd_train  # noqa: F401
 from gpuplan.interfaces.cli import cmd_web as _cmd_web  # noqa: F401

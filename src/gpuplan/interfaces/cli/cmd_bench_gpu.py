@@ -15,12 +15,10 @@ import typer
 
 from gpuplan.core.errors import UserInputError
 from gpuplan.interfaces.cli import render
-from gpuplan.interfaces.cli.app import CatalogOpt, app, catalog_from, fmt, guarded
-from gpuplan.interfaces.cli.cmd_bench import StoreOpt, bench_app
+from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.interfaces.cli.cmd_bench import StoreOpt, announce, bench_app
 
 __all__ = ["app", "bench_app"]
-
-FormatOption = Annotated[str, typer.Option("--format", "-f", help="table or json")]
 
 
 def _require(module: str, extra: str) -> None:
@@ -38,11 +36,6 @@ def _ints(raw: str, what: str) -> tuple[int, ...]:
     if not values or min(values) < 1:
         raise UserInputError(f"{what} needs positive integers, got {raw!r}")
     return values
-
-
-def _announce(run_id: str, store_url: str) -> None:
-    sys.stderr.write(f"run {run_id} -> {store_url}\n")
-    sys.stderr.flush()
 
 
 def _progress(row: Any) -> None:
@@ -67,7 +60,7 @@ def bench_gpu(
     repeats: Annotated[int, typer.Option(help="timed repeats (median reported)")] = 10,
     skip: Annotated[str, typer.Option(help="skip any of gemm,copy,h2d,d2h,allreduce")] = "",
     store: StoreOpt = None,
-    format: FormatOption = "table",
+    format: FormatOpt = "table",
 ) -> None:
     """GPU micro-benchmarks: GEMM TFLOP/s per dtype, copy and all-reduce bandwidth (stored as measured)."""
     shape = fmt(format)
@@ -89,7 +82,7 @@ def bench_gpu(
             "skip": tuple(s.strip() for s in skip.split(",") if s.strip()),
         }
     )
-    summary = run_gpu_bench(config, store, on_result=_progress, announce=_announce)
+    summary = run_gpu_bench(config, store, on_result=_progress, announce=announce)
     if shape == "json":
         render.emit_json(summary)
         return
@@ -120,7 +113,7 @@ def bench_train(
     lora_rank: Annotated[int, typer.Option(help="LoRA rank")] = 16,
     gradient_checkpointing: Annotated[bool, typer.Option(help="recompute activations")] = False,
     store: StoreOpt = None,
-    format: FormatOption = "table",
+    format: FormatOpt = "table",
 ) -> None:
     """Training-step time per batch size (random weights from the config; OOM is a result)."""
     shape = fmt(format)
@@ -143,10 +136,14 @@ def bench_train(
             "gradient_checkpointing": gradient_checkpointing,
         }
     )
-    summary = run_train_bench(config, store, on_result=_progress, announce=_announce)
+    summary = run_train_bench(config, store, on_result=_progress, announce=announce)
     if shape == "json":
         render.emit_json(summary)
         return
+    _train_table(summary, model, seq_len)
+
+
+def _train_table(summary: dict[str, Any], model: str, seq_len: int) -> None:
     rows = [
         [
             r["batch_size"],
@@ -183,7 +180,7 @@ def calibrate(
     rows_out: Annotated[Path | None, typer.Option(help="also write the rows used, as CSV")] = None,
     store: StoreOpt = None,
     catalog: CatalogOpt = None,
-    format: FormatOption = "table",
+    format: FormatOpt = "table",
 ) -> None:
     """Fit the model's efficiency factors to measured results; print the error before vs after."""
     from gpuplan.usecases.calibration.calibrate import calibrate_rows, gather_rows

@@ -175,13 +175,10 @@ def train_fit(
             "allow_long_seq": allow_long_seq,
         }
     )
+    degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}  # tensor, pipeline, data, context, expert
     layout = TrainingLayout.model_validate(
         {
-            "tp": tp,
-            "pp": pp,
-            "dp": dp,
-            "cp": cp,
-            "ep": ep,
+            **degrees,
             "virtual_stages": virtual_stages,
             "zero_stage": zero,
             "micro_batch": micro_batch,

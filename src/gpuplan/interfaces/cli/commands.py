@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated
 
@@ -33,8 +34,11 @@ from gpuplan.interfaces.cli.app import (
 from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import progress_bar
 from gpuplan.interfaces.plots import serving as plots
-from gpuplan.usecases import service
+from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
+from gpuplan.usecases.predict import predict_from_scenario
+from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
+from gpuplan.usecases.resolve import scenario_from_mapping
 
 EXAMPLE_SCENARIO = """\
 # The README's question: Qwen2.5-32B to ~20 requests/s, 2k-token prompts, 300-token answers,
@@ -98,7 +102,7 @@ def fit_cmd(
         return
     if not (model and gpu):
         raise UserInputError("fit needs --model and --gpu, or --scenario FILE")
-    result = service.fit(
+    result = fit_usecase.fit(
         model,
         gpu,
         catalog_from(catalog),
@@ -123,7 +127,7 @@ def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | Non
         predict_training_scenario(parse_training_scenario(text, origin=str(path)), catalog, out)
         return
     sc = parse_scenario(text, origin=str(path))
-    result = service.fit_from_scenario(sc, catalog_from(catalog))
+    result = fit_usecase.fit_from_scenario(sc, catalog_from(catalog))
     views.fit(result, out)
     if plot is not None:
         plots.write_fit_plot(plot, result)
@@ -150,12 +154,16 @@ def predict(
     if is_training_document(text):
         predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
         return
-    result = service.predict_from_scenario(
+    result = predict_from_scenario(
         parse_scenario(text, origin=str(scenario)),
         catalog_from(catalog),
         load_calibration(calibration) if calibration else None,
     )
     views.predict(result, fmt(format))
+
+
+TtftP99Opt = Annotated[float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")]
+TpotP99Opt = Annotated[float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")]
 
 
 @app.command()
@@ -169,12 +177,8 @@ def recommend(
     concurrency: Annotated[int | None, typer.Option(help="requests in flight")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit, ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit, ms")] = None,
-    ttft_p99_ms: Annotated[
-        float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")
-    ] = None,
-    tpot_p99_ms: Annotated[
-        float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")
-    ] = None,
+    ttft_p99_ms: TtftP99Opt = None,
+    tpot_p99_ms: TpotP99Opt = None,
     gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
     max_gpus: Annotated[int, typer.Option(help="most GPUs in a plan")] = 64,
     dtypes: Annotated[str, typer.Option(help="weight dtypes to consider")] = "bf16,fp8,int4",
@@ -208,31 +212,63 @@ def recommend(
         return
     if task != "infer":
         raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
+    flags = ServingFlags(
+        model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
+        ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
+        max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
+    )  # fmt: skip
+    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot)
+
+
+@dataclass(frozen=True)
+class ServingFlags:
+    """``recommend``'s flags of a serving request, as given (None: not given)."""
+
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    rate: float | None
+    concurrency: int | None
+    ttft_ms: float | None
+    tpot_ms: float | None
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    gpus: str | None
+    max_gpus: int
+    dtypes: str
+    engine: str
+    objective: str
+    budget: float | None
+
+    def without_defaults(self) -> dict[str, object]:
+        """The flags that have no default (so a value means the user gave it), in order."""
+        defaulted = ("max_gpus", "dtypes", "engine", "objective")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
+
+
+def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags) -> ScenarioFile:
+    """The serving request: the built-in example, a scenario file, or the flags (never a mix)."""
     if example or scenario is not None:
-        _refuse_flags(
-            DOCUMENT_IS_THE_REQUEST, model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate,
-            concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms,
-            tpot_p99_ms=tpot_p99_ms, gpus=gpus, budget=budget,
-        )  # fmt: skip
+        _refuse_flags(DOCUMENT_IS_THE_REQUEST, **flags.without_defaults())
     if example:
-        sc = parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
-    elif scenario is not None:
-        sc = load_scenario(scenario)
-    else:
-        load = {"rate_rps": rate, "concurrency": concurrency}
-        sla = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms, "ttft_p99_ms": ttft_p99_ms, "tpot_p99_ms": tpot_p99_ms}
-        sc = _scenario_from_flags(
-            model=model, input_tokens=input_tokens, output_tokens=output_tokens, load=load, sla=sla, gpus=gpus,
-            max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
-        )  # fmt: skip
+        return parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
+    if scenario is not None:
+        return load_scenario(scenario)
+    return _scenario_from_flags(flags)
+
+
+def _recommend_serving(
+    sc: ScenarioFile, calibration: Path | None, catalog: CatalogOpt, format: str, plot: Path | None
+) -> None:
+    """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked."""
     cat = catalog_from(catalog)
     cal = load_calibration(calibration) if calibration else None
-    simulated = service.scenario_sla(sc).has_percentiles
+    simulated = sc.sla.has_percentiles
     with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
-        rec = service.recommend_from_scenario(sc, cat, cal, progress=progress)
+        rec = recommend_from_scenario(sc, cat, cal, progress=progress)
     views.recommendation(rec, fmt(format))
     if plot is not None:
-        plots.write_recommendation_plot(plot, sc, cat, rec)
+        plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
 
 
 DOCUMENT_IS_THE_REQUEST = (
@@ -251,43 +287,41 @@ def _refuse_flags(why: tuple[str, str], **flags: object) -> None:
         raise UserInputError(f"{', '.join(given)} would be ignored{reason}", hint=hint)
 
 
-def _scenario_from_flags(
-    *,
-    model: str | None,
-    input_tokens: int | None,
-    output_tokens: int | None,
-    load: dict[str, float | int | None],
-    sla: dict[str, float | None],
-    gpus: str | None,
-    max_gpus: int,
-    dtypes: str,
-    engine: str,
-    objective: str,
-    budget: float | None,
-) -> ScenarioFile:
+def _scenario_from_flags(f: ServingFlags) -> ScenarioFile:
     """The scenario document the recommend flags describe, validated like a file."""
-    if not (model and input_tokens is not None and output_tokens is not None):  # 0 is checked as a field
+    # 0 tokens is not refused here: the document's field check names it
+    if not (f.model and f.input_tokens is not None and f.output_tokens is not None):
         raise UserInputError(
             "recommend needs a scenario file, --example, or --model, --input-tokens and "
             "--output-tokens with --rate or --concurrency"
         )
-    for flag, text in (("--gpus", gpus), ("--dtypes", dtypes)):
+    for flag, text in (("--gpus", f.gpus), ("--dtypes", f.dtypes)):
         if text is not None and not any(part.strip() for part in text.split(",")):
             raise UserInputError(f"{flag} {text!r} names nothing", hint=f"leave {flag} out for the default")
     doc = {
-        "model": model,
-        "engine": engine,
-        "objective": objective,
-        "workload": {"input_tokens": input_tokens, "output_tokens": output_tokens, **load},
-        "sla": sla,
-        "hardware": {
-            "gpus": [g.strip() for g in gpus.split(",") if g.strip()] if gpus else None,
-            "max_gpus": max_gpus,
+        "model": f.model,
+        "engine": f.engine,
+        "objective": f.objective,
+        "workload": {
+            "input_tokens": f.input_tokens,
+            "output_tokens": f.output_tokens,
+            "rate_rps": f.rate,
+            "concurrency": f.concurrency,
         },
-        "precision": {"allowed": [d.strip() for d in dtypes.split(",") if d.strip()]},
-        "prices": {"max_usd_per_hour": budget},
+        "sla": {
+            "ttft_ms": f.ttft_ms,
+            "tpot_ms": f.tpot_ms,
+            "ttft_p99_ms": f.ttft_p99_ms,
+            "tpot_p99_ms": f.tpot_p99_ms,
+        },
+        "hardware": {
+            "gpus": [g.strip() for g in f.gpus.split(",") if g.strip()] if f.gpus else None,
+            "max_gpus": f.max_gpus,
+        },
+        "precision": {"allowed": [d.strip() for d in f.dtypes.split(",") if d.strip()]},
+        "prices": {"max_usd_per_hour": f.budget},
     }
-    return service.scenario_from_mapping(doc)
+    return scenario_from_mapping(doc)
 
 
 @app.command()
@@ -305,16 +339,17 @@ def validate(
     format: FormatOpt = "table",
 ) -> None:
     """Predict published measurements and report the error by metric and quality grade."""
-    from gpuplan.usecases.validation import service as validation  # loads the simulator and scipy: only here
+    # these load the simulator and scipy: only here
+    from gpuplan.usecases.calibration.crossval import cross_validate_file
+    from gpuplan.usecases.calibration.published_serving import refit_file
+    from gpuplan.usecases.validation import service as validation
 
     chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
     cat = catalog_from(catalog)
     cal = default_calibration()
     if cross_validate is not None:
-        views.cross_validation(
-            validation.cross_validate(cases, cat, grades=chosen, by=cross_validate), fmt(format)
-        )
+        views.cross_validation(cross_validate_file(cases, cat, grades=chosen, by=cross_validate), fmt(format))
         return
     if fit_out is not None:
-        cal = validation.refit(cases, cat, cal, grades=chosen, out=fit_out)
+        cal = refit_file(cases, cat, grades=chosen, out=fit_out)
     views.validation(validation.validate(cases, cat, cal, grades=chosen), fmt(format))

@@ -12,11 +12,12 @@ from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
 from gpuplan.interfaces.cli.render import console, emit_json, lines, table
-from gpuplan.usecases.service import FitResult, PredictResult
+from gpuplan.usecases.fit import FitResult
+from gpuplan.usecases.predict import PredictResult
 from gpuplan.usecases.validation.report import ValidationReport
 
 if TYPE_CHECKING:
-    from gpuplan.usecases.validation.crossval import CrossValidation
+    from gpuplan.usecases.calibration.crossval import CrossValidation
 
 
 def gpus(catalog: Catalog, f: Format) -> None:
@@ -176,11 +177,11 @@ def recommendation(r: Recommendation, f: Format) -> None:
         [
             (
                 p.gpu,
-                p.count,
-                p.tp,
-                p.pp,
-                p.replicas,
-                p.weight_dtype,
+                p.layout.num_gpus,
+                p.layout.tp,
+                p.layout.pp,
+                p.layout.replicas,
+                p.layout.weight_dtype,
                 p.ttft_p99_ms if tail else p.ttft_ms,
                 p.tpot_p99_ms if tail else p.tpot_ms,
                 p.output_tokens_per_s,

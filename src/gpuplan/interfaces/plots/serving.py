@@ -1,9 +1,12 @@
 """Plotly figures of gpuplan's answers, shared by the CLI (``--plot``) and the web app.
 
-An adapter: it turns a :class:`Recommendation`, a :class:`FitResult`, GPU offers and predicted
-throughput points into plotly figures, and writes them as offline HTML (plotly.js embedded, no CDN)
-or PNG (kaleido, which drives a local Chromium/Chrome; no network). plotly is an optional
-dependency (extra ``plot``), imported by name so that gpuplan runs and type-checks without it.
+Figures only: it turns answers the use cases computed (a :class:`Recommendation`, a
+:class:`FitResult`, GPU offers, the throughput points of
+:func:`gpuplan.usecases.recommend.throughput_scaling`, a simulation) into plotly figures, and
+writes them as offline HTML (plotly.js embedded, no CDN) or PNG (kaleido, which drives a local
+Chromium/Chrome; no network). It predicts, searches and simulates nothing itself
+(tests/unit/interfaces/plots/test_plots_draw_only.py). plotly is an optional dependency (extra
+``plot``), imported by name so that gpuplan runs and type-checks without it.
 """
 
 from __future__ import annotations
@@ -13,21 +16,20 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from gpuplan.adapters.catalog.loader import Catalog
-from gpuplan.adapters.scenario_files.deployment import ScenarioFile
-from gpuplan.core.errors import GpuplanError, UserInputError
-from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation
+from gpuplan.core.errors import UserInputError
 from gpuplan.core.sim.metrics import per_request_s
-from gpuplan.core.sim.simulator import SimResult
 from gpuplan.core.units import GB, GIB, TB
-from gpuplan.usecases import service
-from gpuplan.usecases.service import FitResult
+from gpuplan.usecases.recommend import SCALING_GPU_COUNTS
+
+if TYPE_CHECKING:  # the answers drawn; names for the annotations only
+    from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation
+    from gpuplan.core.sim.simulator import SimResult
+    from gpuplan.usecases.fit import FitResult
+    from gpuplan.usecases.recommend import ScalingPoint
 
 CostAxis = Literal["usd_per_month", "usd_per_million_output_tokens", "usd_per_hour"]
 LatencyAxis = Literal["ttft_ms", "tpot_ms"]
@@ -35,10 +37,8 @@ PLOT_HINT = "pip install 'gpuplan[plot]'"
 PNG_HINT = (
     "PNG export uses kaleido and a local Chromium or Chrome: pip install kaleido, apt-get install chromium"
 )
-SCALING_GPU_COUNTS = (1, 2, 4, 8)
-"""GPU counts of the throughput-vs-GPUs chart: one tensor-parallel replica of that many GPUs."""
-SCALING_MAX_GPU_TYPES = 5
 MEMORY_MAX_PLANS = 5
+"""Plans (the top ones) in the memory charts of recommend and train-plan."""
 AXIS_TITLES = {
     "usd_per_month": "cost, $/month",
     "usd_per_hour": "cost, $/hour",
@@ -52,15 +52,6 @@ MEMORY_PARTS = (
     ("activation", "activation peak"),
     ("overhead", "runtime overhead"),
 )
-
-
-class ScalingPoint(FrozenModel):
-    """Saturated (offline) output throughput of one GPU type at one GPU count."""
-
-    gpu: str
-    gpus: int
-    weight_dtype: str
-    output_tokens_per_s: float
 
 
 def plotly_modules() -> tuple[Any, Any]:
@@ -80,7 +71,7 @@ def gpu_colours(gpu_ids: Sequence[str]) -> dict[str, str]:
 
 
 def _plan_label(rank: int, p: Plan) -> str:
-    return f"{rank}. {p.count}x {p.gpu} tp{p.tp} pp{p.pp} {p.weight_dtype}"
+    return f"{rank}. {p.layout.num_gpus}x {p.gpu} tp{p.layout.tp} pp{p.layout.pp} {p.layout.weight_dtype}"
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -213,41 +204,6 @@ def fit_figure(result: FitResult) -> Any:
         title=f"{result.model} on {label}: {verdict}, {m.kv_tokens:,} KV tokens per replica",
     )
     return fig
-
-
-def throughput_scaling(
-    sc: ScenarioFile, catalog: Catalog, rec: Recommendation, *, spec: ModelSpec | None = None
-) -> list[ScalingPoint]:
-    """Offline output tokens/s of one replica of 1, 2, 4, 8 GPUs of each top GPU type (its best dtype).
-
-    Layouts that do not fit or do not divide the model are left out.
-    """
-    best: dict[str, str] = {}
-    for p in rec.plans:
-        if len(best) < SCALING_MAX_GPU_TYPES:
-            best.setdefault(p.gpu, p.weight_dtype)
-    points = []
-    for gpu, dtype in best.items():
-        for count in (c for c in SCALING_GPU_COUNTS if c <= sc.hardware.max_gpus):
-            one = sc.model_copy(
-                update={
-                    "hardware": sc.hardware.model_copy(update={"gpu": gpu, "count": count}),
-                    "parallelism": sc.parallelism.model_copy(update={"tp": count, "pp": 1}),
-                    "precision": sc.precision.model_copy(update={"weights": dtype, "kv_cache": None}),
-                    "workload": sc.workload.model_copy(update={"scenario": "offline"}),
-                }
-            )
-            try:
-                pred = service.predict_from_scenario(one, catalog, spec=spec).prediction
-            except GpuplanError:
-                continue
-            if pred.memory.fits and math.isfinite(pred.output_tokens_per_s):
-                points.append(
-                    ScalingPoint(
-                        gpu=gpu, gpus=count, weight_dtype=dtype, output_tokens_per_s=pred.output_tokens_per_s
-                    )
-                )
-    return points
 
 
 def throughput_traces(points: Sequence[ScalingPoint], gpu_order: Sequence[str] = ()) -> list[Any]:
@@ -398,11 +354,10 @@ def _write_png(fig: Any, path: Path) -> None:
         raise UserInputError(f"cannot write {path}: PNG export failed ({detail})", hint=PNG_HINT) from None
 
 
-def write_recommendation_plot(
-    path: Path, sc: ScenarioFile, catalog: Catalog, rec: Recommendation, *, spec: ModelSpec | None = None
-) -> None:
-    """``recommend --plot``: Pareto, memory and throughput-vs-GPUs charts in one HTML or PNG file."""
-    write_figure(recommendation_figure(rec, throughput_scaling(sc, catalog, rec, spec=spec)), path)
+def write_recommendation_plot(path: Path, rec: Recommendation, points: Sequence[ScalingPoint]) -> None:
+    """``recommend --plot``: Pareto, memory and throughput-vs-GPUs charts in one HTML or PNG file
+    (``points``: :func:`gpuplan.usecases.recommend.throughput_scaling` of ``rec``)."""
+    write_figure(recommendation_figure(rec, points), path)
 
 
 def write_fit_plot(path: Path, result: FitResult) -> None:

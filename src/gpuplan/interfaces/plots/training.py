@@ -1,28 +1,21 @@
 """Plotly figures of ``train-plan`` answers (the web page's training view).
 
 Cost vs time-to-train (one point per ranked plan, coloured by GPU, with the Pareto front) and the
-training memory of one GPU for the top plans, stacked by part. plotly is optional, as in
-:mod:`gpuplan.interfaces.plots.serving`.
+training memory of one GPU for the top plans, stacked by part (the bars of
+:func:`gpuplan.usecases.train.train_memory_bars`). Figures only, as in
+:mod:`gpuplan.interfaces.plots.serving`; plotly is optional there too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
-from gpuplan.adapters.catalog.loader import Catalog
-from gpuplan.adapters.models.registry import get_model, model_for_seq_len
-from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.perf.memory import usable_memory_bytes
-from gpuplan.core.training.memory import TrainingMemory
-from gpuplan.core.training.search import search_layouts
 from gpuplan.core.units import GIB
-from gpuplan.data.calibration import default_training_calibration
-from gpuplan.interfaces.plots.serving import MEMORY_MAX_PLANS, Point, plotly_modules, scatter_with_front
-from gpuplan.usecases import train as training
-from gpuplan.usecases.train import TrainPlan, TrainPlanRequest, TrainPlanResult
+from gpuplan.interfaces.plots.serving import Point, plotly_modules, scatter_with_front
+
+if TYPE_CHECKING:  # the answers drawn; names for the annotations only
+    from gpuplan.usecases.train import TrainMemoryBar, TrainPlan, TrainPlanResult
 
 TRAIN_COST_KIND = "on_demand"
 """The price kind on the cost axis of the training Pareto chart."""
@@ -36,48 +29,8 @@ TRAIN_MEMORY_PARTS = (
 )
 
 
-class TrainMemoryBar(FrozenModel):
-    """The training memory of the most loaded GPU of one ranked plan (``train-fit`` of its layout)."""
-
-    rank: int
-    gpu: str
-    gpus: int
-    layout: str
-    memory: TrainingMemory
-    usable_gib: float = Field(description="usable memory of one GPU")
-
-
 def train_plan_label(rank: int, plan: TrainPlan) -> str:
     return f"{rank}. {plan.gpus}x {plan.gpu} {plan.layout}"
-
-
-def train_memory_bars(
-    req: TrainPlanRequest, result: TrainPlanResult, catalog: Catalog, limit: int = MEMORY_MAX_PLANS
-) -> list[TrainMemoryBar]:
-    """Memory by part for the top ``limit`` plans: the planner's layout search rerun for each plan.
-
-    The job is built as :func:`gpuplan.usecases.train.plan_training` builds it, so the layout the
-    search finds first is the plan's own.
-    """
-    model = model_for_seq_len(get_model(req.model), req.seq_len)
-    job = training.training_job(req, model)
-    bars = []
-    for rank, plan in enumerate(result.plans[:limit], start=1):
-        gpu = catalog.get_gpu(plan.gpu)
-        found = search_layouts(model, gpu, job, plan.gpus, default_training_calibration())
-        same = [c for c in found.candidates if c.layout.label() == plan.layout] or list(found.candidates[:1])
-        if same:
-            bars.append(
-                TrainMemoryBar(
-                    rank=rank,
-                    gpu=plan.gpu,
-                    gpus=plan.gpus,
-                    layout=plan.layout,
-                    memory=same[0].memory,
-                    usable_gib=usable_memory_bytes(gpu) / GIB,
-                )
-            )
-    return bars
 
 
 def train_pareto_figure(result: TrainPlanResult) -> Any:

@@ -1,4 +1,5 @@
-"""The JSON API: one route per CLI command, each a call to :mod:`gpuplan.usecases.service` with the CLI's models.
+"""The JSON API: one route per CLI command, each a call to its use case (:mod:`gpuplan.usecases`) with the
+CLI's models; a ``/plots/...`` route calls the use case, then draws (:mod:`gpuplan.interfaces.plots`).
 
 The web answers only for bundled models (by id or alias) or a pasted config.json: it never reads
 a server path or reaches the Hub on a request's behalf. A recommend search is bounded
@@ -34,8 +35,11 @@ from gpuplan.interfaces.web.schemas import (
     TrainPlots,
     WebScenario,
 )
-from gpuplan.usecases import service
-from gpuplan.usecases.service import FitResult, PredictResult
+from gpuplan.usecases import fit as fit_usecase
+from gpuplan.usecases.fit import FitResult
+from gpuplan.usecases.predict import PredictResult, predict_from_scenario
+from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
+from gpuplan.usecases.resolve import offers
 from gpuplan.usecases.simulate import simulate_scenario
 from gpuplan.usecases.train import (
     TrainPlanRequest,
@@ -43,6 +47,7 @@ from gpuplan.usecases.train import (
     plan_training,
     resolve_method,
     tokens_to_train,
+    train_memory_bars,
 )
 
 WEB_MAX_SIM_REQUESTS = 20_000
@@ -66,7 +71,7 @@ CatalogDep = Annotated[Catalog, Depends(catalog_dep)]
 
 
 def model_spec(name: str, config_json: dict[str, Any] | None) -> ModelSpec | None:
-    """The pasted config's spec, None for a bundled id or alias (the service looks it up).
+    """The pasted config's spec, None for a bundled id or alias (the use case looks it up).
 
     Anything else is the CLI's unknown-model error: the web never treats a name as a path.
     """
@@ -142,7 +147,7 @@ async def _recommend(
 ) -> tuple[WebScenario, Recommendation, SearchBound]:
     sc, bound = bound_search(body)
     spec = model_spec(sc.model, sc.config_json)
-    rec = await bounded_call(lambda: service.recommend_from_scenario(sc, catalog, spec=spec))
+    rec = await bounded_call(lambda: recommend_from_scenario(sc, catalog, spec=spec))
     return sc, _state_bound(rec, bound, response), bound
 
 
@@ -169,14 +174,14 @@ async def recommend(body: WebScenario, catalog: CatalogDep, response: Response) 
 @router.post("/predict", response_model=PredictResult, summary="gpuplan predict --format json")
 async def predict(body: WebScenario, catalog: CatalogDep) -> PredictResult:
     spec = model_spec(body.model, body.config_json)
-    return await bounded_call(lambda: service.predict_from_scenario(body, catalog, spec=spec))
+    return await bounded_call(lambda: predict_from_scenario(body, catalog, spec=spec))
 
 
 @router.post("/fit", response_model=FitResult, summary="gpuplan fit --format json")
 async def fit(body: FitRequest, catalog: CatalogDep) -> FitResult:
     spec = model_spec(body.model, body.config_json)
     return await bounded_call(
-        lambda: service.fit(
+        lambda: fit_usecase.fit(
             body.model,
             body.gpu,
             catalog,
@@ -217,7 +222,7 @@ async def recommend_plots(
 ) -> RecommendPlots:
     sc, rec, bound = await _recommend(body, catalog, response)
     spec = model_spec(sc.model, sc.config_json)
-    scaling = await bounded_call(lambda: plots.throughput_scaling(sc, catalog, rec, spec=spec))
+    scaling = await bounded_call(lambda: throughput_scaling(sc, catalog, rec, spec=spec))
     order = [p.gpu for p in rec.plans]
     figures = {
         "pareto": plots.figure_json(plots.pareto_figure(rec, cost_axis, latency_axis)),
@@ -286,7 +291,7 @@ async def train_plan_plots(body: TrainPlanBody, catalog: CatalogDep, response: R
     req, bound = train_request(body)
     _bound_header(bound, response)
     result = await bounded_call(lambda: plan_training(req, catalog))
-    bars = await bounded_call(lambda: plots_training.train_memory_bars(req, result, catalog))
+    bars = train_memory_bars(result, catalog, limit=plots.MEMORY_MAX_PLANS)
     figures = {
         "pareto": plots.figure_json(plots_training.train_pareto_figure(result)),
         "memory": plots.figure_json(plots_training.train_memory_figure(bars)),
@@ -302,11 +307,11 @@ async def fit_plot(body: FitRequest, catalog: CatalogDep) -> dict[str, Any]:
 
 @router.get("/plots/gpus", summary="the GPU comparison chart and each GPU's on-demand price")
 def gpus_plot(catalog: CatalogDep) -> dict[str, Any]:
-    offers = service.offers(catalog, None)
+    priced = offers(catalog, None)
     return {
-        "figure": plots.figure_json(plots.gpu_comparison_figure(offers)),
+        "figure": plots.figure_json(plots.gpu_comparison_figure(priced)),
         "offers": [
             {"gpu": o.gpu.id, "usd_per_gpu_hour": o.usd_per_gpu_hour, "price_source": o.price_source}
-            for o in offers
+            for o in priced
         ],
     }

@@ -9,6 +9,7 @@ script and CSS from a CDN, as FastAPI does by default.
 
 from __future__ import annotations
 
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -54,32 +55,30 @@ def _install_docs(app: FastAPI) -> None:
     """``/docs`` and ``/redoc`` from local files when fastapi-offline is installed, else FastAPI's CDN pages."""
     assets = docs_assets()
     title = f"{app.title} API"
+    swagger_page = partial(get_swagger_ui_html, openapi_url="/openapi.json", title=title)
+    redoc_page = partial(get_redoc_html, openapi_url="/openapi.json", title=title)
     if assets is not None:
         app.mount(DOCS_ASSETS_URL, StaticFiles(directory=assets), name="apidocs")
-
-    @app.get("/docs", include_in_schema=False)
-    def swagger_ui() -> HTMLResponse:
-        if assets is None:
-            return get_swagger_ui_html(openapi_url="/openapi.json", title=title)
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title=title,
+        swagger_page = partial(
+            swagger_page,
             swagger_js_url=f"{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS_URL}/swagger-ui.css",
             swagger_favicon_url=f"{DOCS_ASSETS_URL}/favicon.png",
         )
-
-    @app.get("/redoc", include_in_schema=False)
-    def redoc() -> HTMLResponse:
-        if assets is None:
-            return get_redoc_html(openapi_url="/openapi.json", title=title)
-        return get_redoc_html(
-            openapi_url="/openapi.json",
-            title=title,
+        redoc_page = partial(
+            redoc_page,
             redoc_js_url=f"{DOCS_ASSETS_URL}/redoc.standalone.js",
             redoc_favicon_url=f"{DOCS_ASSETS_URL}/favicon.png",
             with_google_fonts=False,
         )
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return swagger_page()
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return redoc_page()
 
 
 def plotly_js() -> Path | None:

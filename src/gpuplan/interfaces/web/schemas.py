@@ -16,9 +16,9 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.sim.capacity import CapacityResult
 from gpuplan.core.sim.metrics import SimSummary
-from gpuplan.interfaces.plots.serving import CostAxis, LatencyAxis, ScalingPoint
-from gpuplan.interfaces.plots.training import TrainMemoryBar
-from gpuplan.usecases.train import TrainPlanResult
+from gpuplan.interfaces.plots.serving import CostAxis, LatencyAxis
+from gpuplan.usecases.recommend import ScalingPoint
+from gpuplan.usecases.train import TrainMemoryBar, TrainPlanResult
 
 CONFIG_JSON_DESCRIPTION = (
     "a Hugging Face config.json pasted as an object; when given it defines the model and "

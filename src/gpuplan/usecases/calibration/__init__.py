@@ -1,10 +1,25 @@
-"""``gpuplan calibrate``: fit the model's named efficiency factors to your own measurements.
+"""Calibration: the model's named efficiency factors, and every fit of them to measurements.
 
-Micro-benchmarks (``bench gpu``) give each GPU family's achieved GEMM and memory-bandwidth share
-directly; serving runs (``bench serve``) fit the engine's efficiency and overheads through the same
-predict path as ``gpuplan validate``; training runs (``bench train``) give MFU. The result is a
-calibration profile (YAML, with provenance) that ``--calibration PROFILE`` loads.
+The pieces, lowest layer first:
 
-Import from the submodules (``profile``, ``rows``, ``fit``, ``service``): this package imports
-nothing itself, so that loading a profile does not pull in the results store (SQLAlchemy).
+* the factor types and their parsers: ``gpuplan.core.calibration`` (``serving.Calibration``,
+  ``training.TrainingCalibration``);
+* the bundled values (factors and priors): ``gpuplan.data.calibration``;
+* the solver, robust regularised least squares in log space: ``gpuplan.core.calibration.solver``;
+* fitting on published validation rows: ``serving_factors`` (which serving factors a row exercises,
+  their ranges, the least squares over serving rows), ``published_serving`` (``gpuplan validate
+  --fit-out``), ``published_training`` (training.csv) and ``crossval`` (held-out error, ``gpuplan
+  validate --cross-validate``);
+* fitting on the user's own measurements (``gpuplan calibrate``): ``measured_rows`` (results store or
+  CSV as rows), ``measured_predict`` (the model's value for a row), ``measured`` (the three-stage
+  fit) and ``calibrate`` (the command's flow);
+* ``report``: the error of a calibration on measured rows, before and after a fit;
+* ``profile``: reading and writing calibration profiles (``--calibration PROFILE``), and the
+  provenance a fit stamps on them.
+
+Calibration reads validation rows and predictions (``gpuplan.usecases.validation``), never the
+reverse. Import from the submodules: this package imports nothing itself, so that loading a profile
+does not pull in the results store (SQLAlchemy) or scipy.
 """
+
+__all__: list[str] = []

@@ -12,7 +12,6 @@ from gpuplan.data.calibration import default_calibration, default_training_calib
 from gpuplan.usecases.calibration.measured import fit_profile
 from gpuplan.usecases.calibration.measured_rows import ResultRow, rows_from_csv, rows_from_store
 from gpuplan.usecases.calibration.profile import load_calibration, load_training_calibration, write_profile
-from gpuplan.usecases.calibration.published import _get
 from gpuplan.usecases.calibration.report import compare
 
 
@@ -63,8 +62,8 @@ def calibrate_rows(
     factors = [
         {
             "factor": f"{field}.{key}" if key else field,
-            "before": _get(start, (field, key)),
-            "after": _get(cal, (field, key)),
+            "before": start.factor(field, key),
+            "after": cal.factor(field, key),
         }
         for field, key in fitted
     ]

@@ -6,8 +6,9 @@
    ``link_efficiency`` from all-reduce bus bandwidth.
 2. Serving rows fit the remaining factors they exercise (engine efficiency, step and layer
    overheads; a family's compute/bandwidth only when stage 1 had no rows for it) by robust least
-   squares on log(predicted / measured), as ``validation/fit.py`` does, with a weak prior
-   (σ = 10 in log space): these are the user's own measurements, so the data should dominate.
+   squares on log(predicted / measured), as the fit on published rows does (``serving_factors``),
+   with a weak prior (σ = 10 in log space): these are the user's own measurements, so the data
+   should dominate.
 3. Training rows set ``mfu[family:dtype]`` (geometric median of achieved model TFLOP/s / peak).
 """
 
@@ -17,12 +18,12 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import date
 
 import numpy as np
 
 from gpuplan.adapters.catalog.loader import Catalog
-from gpuplan.core.calibration.serving import Calibration, FitProvenance
+from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.calibration.solver import Param, with_factors
 from gpuplan.core.perf.roofline import tp_link
 from gpuplan.data.calibration import default_training_calibration
 from gpuplan.usecases.calibration.measured_predict import (
@@ -33,7 +34,8 @@ from gpuplan.usecases.calibration.measured_predict import (
     peak_tflops,
 )
 from gpuplan.usecases.calibration.measured_rows import ResultRow
-from gpuplan.usecases.calibration.published import Param, _with, fitted_params, solve
+from gpuplan.usecases.calibration.profile import fit_provenance
+from gpuplan.usecases.calibration.serving_factors import fitted_params, solve
 
 POWER_EXPONENT: Param = ("power_limit_exponent", "")
 SERVE_PRIOR_SIGMA = 10.0
@@ -75,7 +77,7 @@ def fit_micro(
     """Stage 1; returns the calibration and the factors it set (frozen for stage 2)."""
     ratios = _ratios(rows, catalog, base.power_limit_exponent)
     direct = [(p, _geomedian(v)) for p, v in sorted(ratios.items()) if not p[0].startswith("low_precision:")]
-    cal = _with(base, [p for p, _ in direct], np.asarray([min(v, FACTOR_CAP) for _, v in direct]))
+    cal = with_factors(base, [p for p, _ in direct], np.asarray([min(v, FACTOR_CAP) for _, v in direct]))
     scales = [
         _geomedian(v) / cal.compute(p[0].split(":", 1)[1])
         for p, v in ratios.items()
@@ -124,12 +126,11 @@ def fit_profile(
     power_exponent = default_training_calibration().power_limit_exponent
     mfu = fit_training([r for r in rows if r.kind == "train"], catalog, power_exponent)
     counts = {k: sum(r.kind == k for r in rows) for k in ("gemm", "bandwidth", "allreduce", "serve", "train")}
-    provenance = FitProvenance(
+    provenance = fit_provenance(
         method="gpuplan calibrate: micro-benchmark geometric medians; serving rows by scipy least_squares "
         "(soft_l1 on log(pred/measured), prior sigma 10); training MFU geometric medians",
         data=f"{data} ({', '.join(f'{k}: {n}' for k, n in counts.items() if n)})",
         rows=len(rows),
         command=command,
-        fitted_on=date.today().isoformat(),
     )
     return cal.model_copy(update={"provenance": provenance}), mfu, [*fixed, *fitted]

@@ -1,14 +1,16 @@
-"""Read and write calibration profiles: the inference factors (``perf/calibration.py``) plus an
-optional ``training_mfu`` table (``family:dtype`` → MFU) merged into the training calibration."""
+"""Read and write calibration profiles: the inference factors (``core/calibration/serving.py``) plus
+an optional ``training_mfu`` table (``family:dtype`` → MFU) merged into the training calibration; and
+the provenance every fit stamps on the factors it writes."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpuplan.core.calibration.serving import Calibration, parse_calibration
+from gpuplan.core.calibration.serving import Calibration, FitProvenance, parse_calibration
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import DataError, FileFormatError
 from gpuplan.data.calibration import default_training_calibration
@@ -18,6 +20,13 @@ HEADER = (
     "# gpuplan calibration profile: efficiency factors fitted by `gpuplan calibrate`\n"
     "# (meanings: docs/model.md section 4). Load with --calibration THIS_FILE.\n"
 )
+
+
+def fit_provenance(*, method: str, data: str, rows: int, command: str) -> FitProvenance:
+    """How a fit obtained its factors, dated today (so a user can judge and repeat it)."""
+    return FitProvenance(
+        method=method, data=data, rows=rows, command=command, fitted_on=date.today().isoformat()
+    )
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from gpuplan.usecases.validation.cases import Case, read_cases
 from gpuplan.usecases.validation.predict import RowResult, predict_case
 from gpuplan.usecases.validation.report import ValidationReport, summarise
 
-__all__ = ["ValidationReport", "predict_rows", "validate_file"]
+__all__ = ["DEFAULT_GRADES", "ValidationReport", "predict_rows", "validate_file"]
 
 DEFAULT_GRADES = ("A", "B")
 

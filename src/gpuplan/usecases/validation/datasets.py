@@ -1,10 +1,10 @@
 """Prompt and answer lengths of a validation row: its own, else its benchmark dataset's.
 
-MLPerf rows name the dataset (``benchmark=`` in notes) but not the lengths; ``data/server_datasets.yaml``
-holds each dataset's means and, where the per-sample lengths were available, their percentiles, with
-sources. The analytic model runs the means; the simulator resamples the percentiles, because a P99
-TTFT or TPOT under Poisson load is set by the long prompts and the spread of answer lengths, which
-fixed lengths at the mean leave out.
+MLPerf rows name the dataset (``benchmark=`` in notes) but not the lengths;
+``data/validation/server_datasets.yaml`` holds each dataset's means and, where the per-sample lengths
+were available, their percentiles, with sources. The analytic model runs the means; the simulator
+resamples the percentiles, because a P99 TTFT or TPOT under Poisson load is set by the long prompts
+and the spread of answer lengths, which fixed lengths at the mean leave out.
 """
 
 from __future__ import annotations

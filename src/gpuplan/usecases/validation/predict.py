@@ -1,6 +1,6 @@
 """Predict one validation row with the core models, or say why it is skipped.
 
-Row conditions map onto a :class:`Layout` and an :class:`InferenceWorkload`; blank ``tp`` means the
+Row conditions map onto a :class:`Layout` and a :class:`Workload`; blank ``tp`` means the
 source did not give the layout, so the tool chooses it (the highest-throughput TP that fits).
 """
 
@@ -18,10 +18,11 @@ from gpuplan.core.errors import GpuplanError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.inference import InferencePrediction, InferenceWorkload, predict_inference
+from gpuplan.core.perf.inference import InferencePrediction, predict_inference
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import inference_memory
 from gpuplan.core.units import GIB, MS_PER_S
+from gpuplan.core.workload import LOAD_OF_KIND, Workload
 from gpuplan.usecases.validation.cases import Case, Skip
 from gpuplan.usecases.validation.datasets import row_lengths
 from gpuplan.usecases.validation.layouts import row_dtype, row_engine, row_layouts
@@ -121,12 +122,13 @@ def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibrati
         inp, output = 0, case.int_field("output_len") or 0  # decode-speed test: no prompt stated
     else:
         inp, output = row_lengths(case)
-    workload = InferenceWorkload(
+    loads = {"concurrency": case.int_field("concurrency"), "batch_size": case.int_field("batch_size")}
+    load = LOAD_OF_KIND.get(scenario)  # the kind's column; the others are checked as numbers, not read
+    workload = Workload(
         scenario=scenario,
         input_tokens=inp,
         output_tokens=output,
-        concurrency=case.int_field("concurrency"),
-        batch_size=case.int_field("batch_size"),
+        **({load: loads[load]} if load in loads else {}),
     )
     llmperf_itl = is_llmperf_itl(case)  # llmperf's ITL is E2E / tokens
     metric = _INFERENCE_METRICS["e2e_ms_mean" if llmperf_itl else case.metric]

@@ -12,7 +12,7 @@
 Replicas of a row are identical and MLPerf's harness spreads queries evenly, so one replica is
 simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson), or with ``C / replicas``
 clients. Rows that name a benchmark dataset (``benchmark=`` in the notes) take its lengths from
-``data/server_datasets.yaml``, over any the row states: resampled from its percentiles where the table
+``data/validation/server_datasets.yaml``, over any the row states: resampled from its percentiles where the table
 has them, else fixed at its means. Other rows run their own lengths fixed, as fixed-length
 benchmarks do.
 """
@@ -27,12 +27,14 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
+from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.sim.capacity import max_rate_under_slo, saturation_requests_per_s
-from gpuplan.core.sim.config import SimConfig, Slo
+from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.metrics import SimSummary, summarise
 from gpuplan.core.sim.simulator import simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import Workload
 from gpuplan.usecases.validation.cases import Case, Skip
 from gpuplan.usecases.validation.datasets import dataset_of, row_lengths
 from gpuplan.usecases.validation.layouts import row_layouts
@@ -116,7 +118,7 @@ class _SimulatedRow:
     the replica count."""
 
     latency: re.Match[str] | None
-    mean: InferenceWorkload
+    mean: Workload
     """Mean lengths, as the analytic model takes them (offline)."""
     lengths: tuple[LengthDist, LengthDist]
     replica: ReplicaModel
@@ -131,7 +133,7 @@ class _SimulatedRow:
         table = dataset_of(case)
         fixed = LengthDist(kind="fixed", value=max(inp, 1)), LengthDist(kind="fixed", value=out)
         lengths = (table.distributions() if table is not None else None) or fixed
-        mean = InferenceWorkload(scenario="offline", input_tokens=inp, output_tokens=out)
+        mean = Workload(scenario="offline", input_tokens=inp, output_tokens=out)
         longest = max(lengths[0].values or (inp,)) + max(lengths[1].values or (out,))
         replica, replicas = _replica(case, model, gpu, cal, mean, longest)
         return cls(latency, mean, lengths, replica, replicas)
@@ -185,23 +187,23 @@ def _throughput(case: Case, requests_per_s: float, out: float) -> float:
     }[case.metric]
 
 
-def parse_constraint(notes: str) -> Slo:
-    """``constraint: ttft_p99_ms<=2000; tpot_p99_ms<=200`` → Slo; Skip when absent or unknown."""
+def parse_constraint(notes: str) -> Sla:
+    """``constraint: ttft_p99_ms<=2000; tpot_p99_ms<=200`` → Sla; Skip when absent or unknown."""
     head = notes.split("|", 1)[0]
     if "constraint:" not in head:
         raise Skip("no latency constraint in the notes")
     limits = {f"{name}_p99_ms": float(value) for name, value in _CONSTRAINT.findall(head)}
     if not limits:
         raise Skip(f"latency constraint not machine-readable: {head.strip()}")
-    return Slo(**limits)
+    return Sla(**limits)
 
 
-def _slo(case: Case) -> Slo:
+def _slo(case: Case) -> Sla:
     return parse_constraint(case.get("notes"))
 
 
 def _replica(
-    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, offline: InferenceWorkload, context: int
+    case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, offline: Workload, context: int
 ) -> tuple[ReplicaModel, int]:
     """One replica of the row, built for requests of up to ``context`` tokens, and how many replicas run.
     TP given: that one; else the layout with the highest analytic ``offline`` throughput of the whole

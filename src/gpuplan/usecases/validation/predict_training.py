@@ -1,7 +1,7 @@
 """Predict rows of training.csv and the training rows of memory.csv (training planner).
 
 The inference ``cal`` argument is not used: training has its own factors
-(``gpuplan/training/data/training_calibration.yaml``); :func:`predict_training_with` takes them
+(``gpuplan/data/calibration/training_calibration.yaml``); :func:`predict_training_with` takes them
 explicitly so that the fit can vary them.
 """
 

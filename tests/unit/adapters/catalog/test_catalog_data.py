@@ -333,4 +333,5 @@ def test_power_references_match_the_referenced_gpu(catalog: Catalog) -> None:
         sibling = catalog.get_gpu(ref.gpu)
         assert (ref.tdp_watts, ref.bf16_tflops) == (sibling.tdp_watts, sibling.dense_tflops.bf16), gpu.id
         assert sibling.architecture == gpu.architecture, gpu.id
+        assert sibling.tdp_watts is not None, sibling.id
         assert gpu.tdp_watts is not None and gpu.tdp_watts < sibling.tdp_watts, gpu.id

@@ -97,7 +97,7 @@ def test_catalog_rejects_inconsistent_data(catalog: Catalog) -> None:
     with pytest.raises(DataError, match="stored under"):
         Catalog(gpus={"WRONG": h100})
     with pytest.raises(DataError, match="unknown GPU id"):
-        Catalog(gpus={"H100-SXM": h100}, prices=catalog.prices_for("T4"))
+        Catalog(gpus={"H100-SXM": h100}, prices=tuple(catalog.prices_for("T4")))
 
 
 # --- --catalog files -------------------------------------------------------------------------------------

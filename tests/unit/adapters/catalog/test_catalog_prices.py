@@ -23,7 +23,7 @@ def _p(provider: str, usd: float, as_of: date, notes: str = "") -> PriceEntry:
         as_of=as_of,
         source_url="https://example.com/" + provider,
         notes=notes,
-    )  # type: ignore[arg-type]
+    )
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ class FakeKube:
     def url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # a TCP server: bytes addresses are only for AF_UNIX
         return f"http://{host}:{port}"
 
     def start(self) -> FakeKube:

@@ -1,24 +1,26 @@
 """Manifests: golden files, Kubernetes schemas, Pod Security "restricted", engine args, labels, inventory.
 
-Regenerate the golden files after an intended change with ``GPUPLAN_UPDATE_GOLDEN=1 pytest tests/unit/k8s``.
+Regenerate the golden files after an intended change with ``GPUPLAN_UPDATE_GOLDEN=1 pytest tests/unit/adapters/k8s``.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpuplan.adapters.catalog.loader import load_catalog
+from gpuplan.adapters.catalog.product_names import gpu_from_label, product_label
 from gpuplan.adapters.k8s.engine_args import ENGINES, EngineArgs, command
 from gpuplan.adapters.k8s.inventory import build_inventory
-from gpuplan.adapters.k8s.labels import gpu_from_label, product_label
 from gpuplan.adapters.k8s.manifests import render
 from gpuplan.adapters.k8s.pools import PoolDeployment
 from gpuplan.adapters.k8s.validate import restricted_violations
 from gpuplan.core.errors import UnknownNameError, UserInputError
+from gpuplan.core.perf.layout import Layout
 from gpuplan.usecases.deploy import dump
 
 GOLDEN = Path(__file__).resolve().parents[3] / "golden" / "k8s"
@@ -35,11 +37,7 @@ def _pool(**kw: Any) -> PoolDeployment:
         min_memory_mib=20598,
         mig_profile=None,
         tier="cost",
-        tp=1,
-        pp=1,
-        replicas=3,
-        weight_dtype="int4",
-        kv_dtype="bf16",
+        layout=Layout(replicas=3, weight_dtype="int4"),
         max_model_len=768,
         max_num_seqs=44,
         max_unavailable=1,
@@ -57,10 +55,7 @@ REPORTS = _pool(
     product_label="NVIDIA-A100-SXM4-80GB",
     min_memory_mib=68664,
     tier="general",
-    tp=2,
-    replicas=1,
-    weight_dtype="fp8",
-    kv_dtype="fp8",
+    layout=Layout(tp=2, weight_dtype="fp8"),
     max_model_len=5120,
     max_num_seqs=12,
     rate_rps=0.6,
@@ -75,8 +70,7 @@ MIG = _pool(
     product_label="NVIDIA-A100-SXM4-80GB",
     min_memory_mib=68664,
     mig_profile="1g.10gb",
-    replicas=2,
-    weight_dtype="bf16",
+    layout=Layout(replicas=2),
     max_model_len=384,
     max_num_seqs=16,
     rate_rps=2.0,
@@ -135,7 +129,7 @@ def test_schema_violation_is_reported() -> None:
 
 def test_pods_pass_restricted_profile() -> None:
     for engine in ENGINES:
-        for obj in _all(render([_pool(), MIG], engine, bench_image="img:1")):  # type: ignore[arg-type]
+        for obj in _all(render([_pool(), MIG], engine, bench_image="img:1")):
             assert restricted_violations(obj) == [], obj["metadata"]["name"]
     assert restricted_violations({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
 
@@ -152,9 +146,8 @@ def test_gpu_and_mig_resources_and_placement() -> None:
 
 
 def test_engine_args_follow_the_plan() -> None:
-    a = EngineArgs(
-        model="m", tp=2, pp=2, max_model_len=4096, max_num_seqs=64, weight_dtype="fp8", kv_dtype="fp8"
-    )
+    layout = Layout(tp=2, pp=2, weight_dtype="fp8")
+    a = EngineArgs(model="m", layout=layout, max_model_len=4096, max_num_seqs=64)
     vllm = command("vllm", a)
     for flag, value in [
         ("--tensor-parallel-size", "2"),
@@ -170,13 +163,17 @@ def test_engine_args_follow_the_plan() -> None:
     assert (
         sglang[sglang.index("--tp-size") + 1] == "2"
         and sglang[sglang.index("--context-length") + 1] == "4096"
+        and sglang[sglang.index("--mem-fraction-static") + 1] == "0.88"
+        and sglang[sglang.index("--kv-cache-dtype") + 1] == "fp8_e5m2"
     )
+    share = command("vllm", replace(a, layout=layout.model_copy(update={"gpu_memory_utilization": 0.8})))
+    assert share[share.index("--gpu-memory-utilization") + 1] == "0.8"
     with pytest.raises(UserInputError, match="TGI has no pipeline parallelism"):
         command("tgi", a)
-    tgi = command("tgi", a.__class__(**{**a.__dict__, "pp": 1, "weight_dtype": "int4"}))
+    tgi = command("tgi", replace(a, layout=layout.model_copy(update={"pp": 1, "weight_dtype": "int4"})))
     assert tgi[tgi.index("--num-shard") + 1] == "2" and tgi[tgi.index("--quantize") + 1] == "awq"
     with pytest.raises(UserInputError, match="no flag for nf4"):
-        command("vllm", a.__class__(**{**a.__dict__, "weight_dtype": "nf4"}))
+        command("vllm", replace(a, layout=layout.model_copy(update={"weight_dtype": "nf4"})))
 
 
 def test_product_labels_round_trip() -> None:

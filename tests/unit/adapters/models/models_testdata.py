@@ -18,7 +18,8 @@ def index_rows() -> list[dict[str, str]]:
 def raw_config(hf_id: str) -> dict[str, Any]:
     """The bundled config.json of ``hf_id`` as a fresh dict."""
     row = next(r for r in index_rows() if r["hf_id"] == hf_id)
-    return json.loads((CONFIG_DIR / row["file"]).read_text(encoding="utf-8"))
+    config: dict[str, Any] = json.loads((CONFIG_DIR / row["file"]).read_text(encoding="utf-8"))
+    return config
 
 
 def all_raw_configs() -> dict[str, dict[str, Any]]:

@@ -51,7 +51,7 @@ def damaged_configs(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     config = copy.deepcopy(CONFIGS[hf_id])
     for _ in range(draw(st.integers(1, 4))):
         nested = [k for k in NESTED if isinstance(config.get(k), dict)]
-        target = config[draw(st.sampled_from(nested))] if nested and draw(st.booleans()) else config
+        target = config[draw(st.sampled_from(nested))] if bool(nested) and draw(st.booleans()) else config
         if not target:
             break
         _mutate(target, draw(st.sampled_from(sorted(target))), draw(st.sampled_from(OPS)))

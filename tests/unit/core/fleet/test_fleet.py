@@ -12,9 +12,10 @@ from gpuplan.core.fleet.planner import tier_of
 from gpuplan.core.fleet.pool_units import mig_unit, parse_mig_ref, whole_gpu_unit
 from gpuplan.core.fleet.sizing import PoolOption
 from gpuplan.core.fleet.spec import InventoryItem
+from gpuplan.core.perf.layout import Layout
 from gpuplan.core.recommend.request import GpuOffer, MemoryBreakdownGib, Plan
 from gpuplan.usecases.fleet import owned_units, parse_fleet, plan_from_spec
-from gpuplan.usecases.service import offers
+from gpuplan.usecases.resolve import offers
 
 SEED_003 = """
 name: seed-003
@@ -113,7 +114,7 @@ classes:
     plan = plan_from_spec(parse_fleet(text, origin="f"), catalog)
     (pool,) = plan.pools
     assert pool.mig_profile == "1g.10gb" and pool.tier == "cost"
-    assert pool.plan.tp == 1 and pool.plan.pp == 1
+    assert pool.plan.layout.tp == 1 and pool.plan.layout.pp == 1
     assert pool.physical_gpus < 1
     whole = next(s for s in plan.single_type if s.unit == "A100-80GB-SXM")
     assert whole.usd_per_month is not None and plan.usd_per_month < whole.usd_per_month
@@ -144,12 +145,7 @@ def _plan(unit: str, count: int) -> Plan:
     mem = MemoryBreakdownGib(weights=1, kv_cache=1, activation=0, overhead=0, total=2, capacity=20)
     return Plan(
         gpu=unit,
-        count=count,
-        tp=1,
-        pp=1,
-        replicas=count,
-        weight_dtype="bf16",
-        kv_dtype="bf16",
+        layout=Layout(replicas=count),
         concurrency_per_replica=4,
         ttft_ms=100,
         tpot_ms=20,

@@ -12,13 +12,15 @@ from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf import inference
-from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel, predict_inference
+from gpuplan.core.perf import scenarios
+from gpuplan.core.perf.inference import ReplicaModel, predict_inference
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.roofline import StepModel
+from gpuplan.core.workload import Workload
 from gpuplan.data.calibration import default_calibration
 
 LLAMA_8B_BF16_BYTES = 8_030_261_248 * 2
+CAL = default_calibration()
 
 
 @pytest.fixture(scope="module")
@@ -26,17 +28,15 @@ def step(llama8b: ModelSpec, h100: GpuSpec) -> StepModel:
     return StepModel.build(llama8b, h100, Layout(), default_calibration())
 
 
-def _w(scenario: str, **kw: float) -> InferenceWorkload:
-    return InferenceWorkload.model_validate(
-        {"scenario": scenario, "input_tokens": 512, "output_tokens": 128, **kw}
-    )
+def _w(scenario: str, **kw: float) -> Workload:
+    return Workload.model_validate({"scenario": scenario, "input_tokens": 512, "output_tokens": 128, **kw})
 
 
 def test_single_tpot_within_physics_bracket(llama8b: ModelSpec, h100: GpuSpec) -> None:
     # Batch-1 decode streams all weights once per token: 16.06e9 B / 3.35e12 B/s = 4.79 ms is the floor.
     floor = LLAMA_8B_BF16_BYTES / 3.35e12
     assert floor == pytest.approx(4.794e-3, rel=1e-3)
-    pred = predict_inference(llama8b, h100, Layout(), _w("single"))
+    pred = predict_inference(llama8b, h100, Layout(), _w("single"), cal=CAL)
     assert floor < pred.tpot_s <= 3 * floor
     assert pred.bound == "memory"
     assert pred.running_per_replica == 1.0
@@ -48,7 +48,7 @@ def test_single_tpot_within_physics_bracket(llama8b: ModelSpec, h100: GpuSpec) -
 def test_single_ttft_at_least_prefill_compute(llama8b: ModelSpec, h100: GpuSpec) -> None:
     # 512 prompt tokens x 2 x 8.03e9 params (less the input embedding) >= 7.69e12 FLOPs at <= 989.5e12 FLOP/s.
     flops = 512 * 2 * (8_030_261_248 - 128_256 * 4096)
-    pred = predict_inference(llama8b, h100, Layout(), _w("single"))
+    pred = predict_inference(llama8b, h100, Layout(), _w("single"), cal=CAL)
     assert pred.ttft_s > flops / 989.5e12
 
 
@@ -68,23 +68,23 @@ def test_prefill_grows_with_prompt(step: StepModel) -> None:
 
 
 def test_offline_beats_single(llama8b: ModelSpec, h100: GpuSpec) -> None:
-    single = predict_inference(llama8b, h100, Layout(), _w("single"))
-    offline = predict_inference(llama8b, h100, Layout(), _w("offline"))
+    single = predict_inference(llama8b, h100, Layout(), _w("single"), cal=CAL)
+    offline = predict_inference(llama8b, h100, Layout(), _w("offline"), cal=CAL)
     assert offline.output_tokens_per_s > 10 * single.output_tokens_per_s
     assert offline.running_per_replica > 1
 
 
 def test_static_batch_amortises_weights(step: StepModel, llama8b: ModelSpec, h100: GpuSpec) -> None:
-    one = predict_inference(llama8b, h100, Layout(), _w("static_batch", batch_size=1))
-    many = predict_inference(llama8b, h100, Layout(), _w("static_batch", batch_size=32))
+    one = predict_inference(llama8b, h100, Layout(), _w("static_batch", batch_size=1), cal=CAL)
+    many = predict_inference(llama8b, h100, Layout(), _w("static_batch", batch_size=32), cal=CAL)
     assert many.output_tokens_per_s > 10 * one.output_tokens_per_s
     assert many.tpot_s >= one.tpot_s
 
 
 def test_concurrency_beyond_capacity_queues(llama8b: ModelSpec) -> None:
     l4 = default_catalog().get_gpu("L4")
-    replica = ReplicaModel.build(llama8b, l4, Layout(), context_tokens=2048 + 512)
-    w = InferenceWorkload(scenario="concurrency", input_tokens=2048, output_tokens=512, concurrency=1)
+    replica = ReplicaModel.build(llama8b, l4, Layout(), context_tokens=2048 + 512, cal=CAL)
+    w = Workload(scenario="concurrency", input_tokens=2048, output_tokens=512, concurrency=1)
     cap = replica.capacity(w)
     assert 1 < cap < 32  # a 24 GB L4 holds ~3.7 GiB of KV after 15 GiB of weights: about a dozen requests
     runs = {c: replica.run(w.model_copy(update={"concurrency": float(c)})) for c in (32, 64, 128)}
@@ -99,7 +99,7 @@ def test_concurrency_beyond_capacity_queues(llama8b: ModelSpec) -> None:
 
 
 def test_rate_tpot_grows_and_overload_is_inf(llama8b: ModelSpec, h100: GpuSpec) -> None:
-    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640)
+    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640, cal=CAL)
     offline_rps = replica.run(_w("offline"))[2] / 128
     tpots = []
     for rate in (1.0, 5.0, 10.0, 20.0):
@@ -116,7 +116,7 @@ def test_rate_tpot_grows_and_overload_is_inf(llama8b: ModelSpec, h100: GpuSpec) 
 
 
 def test_rate_scenario_through_predict(llama8b: ModelSpec, h100: GpuSpec) -> None:
-    pred = predict_inference(llama8b, h100, Layout(replicas=2), _w("rate", rate_rps=10))
+    pred = predict_inference(llama8b, h100, Layout(replicas=2), _w("rate", rate_rps=10), cal=CAL)
     # 10 req/s split over 2 replicas; 10 x 128 tokens served in total.
     assert pred.output_tokens_per_s == pytest.approx(1280)
     assert pred.requests_per_s == pytest.approx(10)
@@ -125,7 +125,7 @@ def test_rate_scenario_through_predict(llama8b: ModelSpec, h100: GpuSpec) -> Non
 def test_infeasible_names_gib(h100: GpuSpec) -> None:
     l4 = default_catalog().get_gpu("L4")
     with pytest.raises(InfeasibleError) as info:
-        predict_inference(get_model("meta-llama/Llama-3.1-405B"), l4, Layout(), _w("single"))
+        predict_inference(get_model("meta-llama/Llama-3.1-405B"), l4, Layout(), _w("single"), cal=CAL)
     msg = str(info.value)
     assert "GiB" in msg
     assert "L4" in msg
@@ -137,15 +137,15 @@ def test_infeasible_names_gib(h100: GpuSpec) -> None:
 
 def test_per_gpu_throughput_is_total_over_gpus(llama8b: ModelSpec, h100: GpuSpec) -> None:
     layout = Layout(tp=2, replicas=2)
-    pred = predict_inference(llama8b, h100, layout, _w("concurrency", concurrency=64))
+    pred = predict_inference(llama8b, h100, layout, _w("concurrency", concurrency=64), cal=CAL)
     assert pred.num_gpus == 4
     assert pred.output_tokens_per_s_per_gpu == pytest.approx(pred.output_tokens_per_s / 4)
     assert pred.requests_per_s == pytest.approx(pred.output_tokens_per_s / 128)
 
 
 def test_replicas_multiply_throughput(llama8b: ModelSpec, h100: GpuSpec) -> None:
-    one = predict_inference(llama8b, h100, Layout(), _w("concurrency", concurrency=32))
-    three = predict_inference(llama8b, h100, Layout(replicas=3), _w("concurrency", concurrency=96))
+    one = predict_inference(llama8b, h100, Layout(), _w("concurrency", concurrency=32), cal=CAL)
+    three = predict_inference(llama8b, h100, Layout(replicas=3), _w("concurrency", concurrency=96), cal=CAL)
     # 96 clients over 3 replicas = 32 each: same latency, 3x the tokens.
     assert three.output_tokens_per_s == pytest.approx(3 * one.output_tokens_per_s, rel=1e-12)
     assert three.tpot_s == pytest.approx(one.tpot_s)
@@ -154,8 +154,8 @@ def test_replicas_multiply_throughput(llama8b: ModelSpec, h100: GpuSpec) -> None
 
 
 def test_tp_speeds_up_batch1_decode(llama8b: ModelSpec, h100: GpuSpec) -> None:
-    tp1 = predict_inference(llama8b, h100, Layout(), _w("single"))
-    tp2 = predict_inference(llama8b, h100, Layout(tp=2), _w("single"))
+    tp1 = predict_inference(llama8b, h100, Layout(), _w("single"), cal=CAL)
+    tp2 = predict_inference(llama8b, h100, Layout(tp=2), _w("single"), cal=CAL)
     assert tp2.tpot_s < tp1.tpot_s
     # ...but less than 2x: fixed overheads and all-reduces do not shrink.
     assert tp2.tpot_s > tp1.tpot_s / 2
@@ -166,12 +166,12 @@ def test_rate_ttft_adds_the_wait_for_the_step_in_progress(
 ) -> None:
     # A lone request (rate -> 0) costs exactly its prefill; under load an arrival also waits for the
     # step in progress: (1 - e^-N) x TPOT / 2 on top of the prefill share.
-    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640)
+    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640, cal=CAL)
     single_ttft, _, _, _ = replica.run(_w("single"))
     idle_ttft, _, _, _ = replica.run(_w("rate", rate_rps=1e-4))
     assert idle_ttft == pytest.approx(single_ttft, rel=1e-3)
     ttft, tpot, _, running = replica.run(_w("rate", rate_rps=10.0))
-    monkeypatch.setattr(inference, "_step_boundary_wait_s", lambda running, step_s: 0.0)
+    monkeypatch.setattr(scenarios, "step_boundary_wait_s", lambda running, step_s: 0.0)
     no_wait_ttft, no_wait_tpot, _, _ = replica.run(_w("rate", rate_rps=10.0))
     assert running > 5
     # The wait feeds back into N through Little's law only through TTFT (one step in a long request).
@@ -185,12 +185,12 @@ def test_rate_ttft_never_falls_below_idle_nor_as_load_rises(model_id: str, h100:
     # requests' decodes), not for its 1/N share of a packed chunk: TTFT is the idle prefill at
     # rate -> 0 and grows with the load (it used to fall to 0.8x the idle value at 2 req/s).
     model, layout = get_model(model_id), Layout(tp=2, weight_dtype="fp8")
-    replica = ReplicaModel.build(model, h100, layout, context_tokens=384)
+    replica = ReplicaModel.build(model, h100, layout, context_tokens=384, cal=CAL)
     work = {"input_tokens": 128, "output_tokens": 256}
-    idle, _, _, _ = replica.run(InferenceWorkload(scenario="single", **work))
+    idle, _, _, _ = replica.run(Workload(scenario="single", **work))
     previous = idle
     for rate in (0.01, 0.5, 1.0, 2.0, 3.0, 5.0):
-        ttft, _, _, _ = replica.run(InferenceWorkload(scenario="rate", rate_rps=rate, **work))
+        ttft, _, _, _ = replica.run(Workload(scenario="rate", rate_rps=rate, **work))
         assert ttft >= previous * (1 - 1e-9), (rate, ttft, previous)
         previous = ttft
 
@@ -198,8 +198,8 @@ def test_rate_ttft_never_falls_below_idle_nor_as_load_rises(model_id: str, h100:
 def test_a_long_lone_prompt_is_prefilled_in_chunks(llama8b: ModelSpec, h100: GpuSpec) -> None:
     step = StepModel.build(llama8b, h100, Layout(), default_calibration())
     prompt = 2 * step.chunk_tokens + 100
-    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=prompt + 10)
-    ttft, _, _, _ = replica.run(InferenceWorkload(scenario="single", input_tokens=prompt, output_tokens=10))
+    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=prompt + 10, cal=CAL)
+    ttft, _, _, _ = replica.run(Workload(scenario="single", input_tokens=prompt, output_tokens=10))
     chunks = 2 * step.prefill_s(tokens=step.chunk_tokens, prompt_tokens=prompt) + step.prefill_s(
         tokens=100, prompt_tokens=prompt
     )
@@ -208,31 +208,31 @@ def test_a_long_lone_prompt_is_prefilled_in_chunks(llama8b: ModelSpec, h100: Gpu
 
 
 def test_fewer_requests_than_replicas_keep_only_that_many_busy(llama8b: ModelSpec, h100: GpuSpec) -> None:
-    one = predict_inference(llama8b, h100, Layout(), _w("concurrency", concurrency=1))
+    one = predict_inference(llama8b, h100, Layout(), _w("concurrency", concurrency=1), cal=CAL)
     for workload in (_w("concurrency", concurrency=1), _w("single")):
-        alone = predict_inference(llama8b, h100, Layout(), workload)
-        four = predict_inference(llama8b, h100, Layout(replicas=4), workload)
+        alone = predict_inference(llama8b, h100, Layout(), workload, cal=CAL)
+        four = predict_inference(llama8b, h100, Layout(replicas=4), workload, cal=CAL)
         assert four.output_tokens_per_s == pytest.approx(alone.output_tokens_per_s, rel=1e-12)
-    two_of_four = predict_inference(llama8b, h100, Layout(replicas=4), _w("concurrency", concurrency=2))
+    two_of_four = predict_inference(
+        llama8b, h100, Layout(replicas=4), _w("concurrency", concurrency=2), cal=CAL
+    )
     assert two_of_four.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, rel=1e-12)
 
 
 def test_a_static_batch_beyond_memory_is_infeasible(llama8b: ModelSpec, h100: GpuSpec) -> None:
     # 4096 x 4096 tokens x 128 KiB (bf16 GQA KV) = 2 TiB: no 80 GB card holds it.
-    workload = InferenceWorkload(
-        scenario="static_batch", input_tokens=2048, output_tokens=2048, batch_size=4096
-    )
+    workload = Workload(scenario="static_batch", input_tokens=2048, output_tokens=2048, batch_size=4096)
     with pytest.raises(InfeasibleError, match=r"static batch of 4,096 requests of 4,096 tokens does not fit"):
-        predict_inference(llama8b, h100, Layout(), workload)
+        predict_inference(llama8b, h100, Layout(), workload, cal=CAL)
     fits = workload.model_copy(update={"batch_size": 64})  # 32 GiB of KV
-    assert predict_inference(llama8b, h100, Layout(), fits).running_per_replica == 64
+    assert predict_inference(llama8b, h100, Layout(), fits, cal=CAL).running_per_replica == 64
 
 
 def test_closed_loop_is_spread_over_its_cycle(llama8b: ModelSpec, h100: GpuSpec) -> None:
     # One client is exactly the single-request path; 32 clients obey Little's law (N = λ·E2E), prefill
     # beside the decodes (TTFT near the lone prefill, far below a lock-step wave's 32 prefills) and slow
     # them (TPOT above the pure decode step), at the throughput of the offline wave model's accounting.
-    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640)
+    replica = ReplicaModel.build(llama8b, h100, Layout(), context_tokens=640, cal=CAL)
     single = replica.run(_w("single"))
     one = replica.run(_w("concurrency", concurrency=1))
     assert one == pytest.approx(single, rel=1e-12)
@@ -242,7 +242,7 @@ def test_closed_loop_is_spread_over_its_cycle(llama8b: ModelSpec, h100: GpuSpec)
     lone = replica.step.lone_prefill_s(512)
     assert lone <= ttft < 3 * lone
     assert tpot > replica.step.decode_s(batch=32, context=512 + 64)
-    wave = 32 * inference._prefill_share_s(replica.step, replica.memory, _w("concurrency"), 32)
+    wave = 32 * scenarios.prefill_share_s(replica.step, replica.memory, _w("concurrency", concurrency=32), 32)
     wave_rate = 32 / (wave + 128 * replica.step.decode_s(batch=32, context=512 + 64))
     assert rate == pytest.approx(wave_rate, rel=0.05)
 
@@ -251,11 +251,9 @@ def test_closed_loop_past_the_prefill_budget_flattens_instead_of_falling(llama8b
     # Two-token answers to 128-token prompts on an A10 (vLLM, 2,048-token budget): the prompt budget caps
     # the loop, so throughput rises then stays flat as clients are added, and TTFT keeps rising.
     a10 = default_catalog().get_gpu("A10")
-    replica = ReplicaModel.build(llama8b, a10, Layout(engine="vllm"), context_tokens=130)
+    replica = ReplicaModel.build(llama8b, a10, Layout(engine="vllm"), context_tokens=130, cal=CAL)
     runs = [
-        replica.run(
-            InferenceWorkload(scenario="concurrency", input_tokens=128, output_tokens=2, concurrency=c)
-        )
+        replica.run(Workload(scenario="concurrency", input_tokens=128, output_tokens=2, concurrency=c))
         for c in (4, 8, 16, 32, 48, 64)
     ]
     rates = [r[2] for r in runs]
@@ -266,11 +264,9 @@ def test_closed_loop_past_the_prefill_budget_flattens_instead_of_falling(llama8b
 def test_one_token_answers_with_one_slot_queue_instead_of_slowing(llama8b: ModelSpec) -> None:
     # llama.cpp runs one sequence: a second client waits a whole prefill, and throughput stays the same.
     a10 = default_catalog().get_gpu("A10")
-    replica = ReplicaModel.build(llama8b, a10, Layout(engine="llamacpp"), context_tokens=129)
+    replica = ReplicaModel.build(llama8b, a10, Layout(engine="llamacpp"), context_tokens=129, cal=CAL)
     one, two = (
-        replica.run(
-            InferenceWorkload(scenario="concurrency", input_tokens=128, output_tokens=1, concurrency=c)
-        )
+        replica.run(Workload(scenario="concurrency", input_tokens=128, output_tokens=1, concurrency=c))
         for c in (1, 2)
     )
     assert two[2] == pytest.approx(one[2], rel=0.01)

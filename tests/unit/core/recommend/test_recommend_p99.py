@@ -11,10 +11,14 @@ from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.recommend import recommend
-from gpuplan.core.recommend.request import GpuOffer, Recommendation, SearchSpace, ServingTarget, Sla
-from gpuplan.usecases import service
+from gpuplan.core.recommend.request import GpuOffer, Recommendation, SearchSpace
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import Workload
+from gpuplan.data.calibration import default_calibration
+from gpuplan.usecases import resolve
 
-TARGET = ServingTarget(input_tokens=512, output_tokens=128, rate_rps=12)
+TARGET = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=12)
+CAL = default_calibration()
 
 
 @pytest.fixture(scope="module")
@@ -24,11 +28,11 @@ def model() -> ModelSpec:
 
 @pytest.fixture(scope="module")
 def offers() -> list[GpuOffer]:
-    return service.offers(default_catalog(), ["L4"])
+    return resolve.offers(default_catalog(), ["L4"])
 
 
 def _rec(model: ModelSpec, offers: list[GpuOffer], **limits: float) -> Recommendation:
-    return recommend(model, offers, TARGET, sla=Sla(**limits))
+    return recommend(model, offers, TARGET, sla=Sla(**limits), cal=CAL)
 
 
 def test_p99_plans_meet_their_limits_at_the_target_load(model: ModelSpec, offers: list[GpuOffer]) -> None:
@@ -39,14 +43,14 @@ def test_p99_plans_meet_their_limits_at_the_target_load(model: ModelSpec, offers
         assert p.ttft_p99_ms is not None and p.ttft_p99_ms <= 1500
         assert p.tpot_p99_ms is not None and p.tpot_p99_ms <= 80
         capacity = p.p99_capacity_rps_per_replica or 0.0
-        assert p.replicas == math.ceil(12 / capacity)  # the fewest replicas whose rate each can hold
+        assert p.layout.replicas == math.ceil(12 / capacity)  # the fewest replicas whose rate each can hold
     assert any("serving simulator" in line for line in rec.assumptions)
 
 
 def test_tighter_p99_never_needs_fewer_gpus(model: ModelSpec, offers: list[GpuOffer]) -> None:
     loose = _rec(model, offers, tpot_p99_ms=120).plans[0]
     tight = _rec(model, offers, tpot_p99_ms=60).plans[0]
-    assert tight.count >= loose.count and (tight.tpot_p99_ms or 0) <= 60
+    assert tight.layout.num_gpus >= loose.layout.num_gpus and (tight.tpot_p99_ms or 0) <= 60
 
 
 def test_mean_limits_alone_are_not_simulated(model: ModelSpec, offers: list[GpuOffer]) -> None:
@@ -55,14 +59,14 @@ def test_mean_limits_alone_are_not_simulated(model: ModelSpec, offers: list[GpuO
 
 
 def test_p99_needs_a_rate(model: ModelSpec, offers: list[GpuOffer]) -> None:
-    closed = ServingTarget(input_tokens=512, output_tokens=128, concurrency=16)
+    closed = Workload(scenario="concurrency", input_tokens=512, output_tokens=128, concurrency=16)
     with pytest.raises(UserInputError, match="--rate"):
-        recommend(model, offers, closed, sla=Sla(ttft_p99_ms=1000))
+        recommend(model, offers, closed, sla=Sla(ttft_p99_ms=1000), cal=CAL)
 
 
 def test_only_the_cheapest_gpu_types_are_resized(model: ModelSpec) -> None:
-    many = service.offers(default_catalog(), ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"])
-    rec = recommend(model, many, TARGET, sla=Sla(tpot_p99_ms=80), space=SearchSpace(p99_gpu_types=2))
+    many = resolve.offers(default_catalog(), ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"])
+    rec = recommend(model, many, TARGET, sla=Sla(tpot_p99_ms=80), space=SearchSpace(p99_gpu_types=2), cal=CAL)
     sized = {p.gpu for p in rec.plans}
     skipped = {r.gpu for r in rec.rejected if r.kind == "cost"}
     assert len(sized) <= 2 and skipped and not sized & skipped
@@ -71,8 +75,8 @@ def test_only_the_cheapest_gpu_types_are_resized(model: ModelSpec) -> None:
 
 def test_p99_sizing_reports_progress(model: ModelSpec, offers: list[GpuOffer]) -> None:
     seen: list[float] = []
-    recommend(model, offers, TARGET, sla=Sla(tpot_p99_ms=80), progress=seen.append)
+    recommend(model, offers, TARGET, sla=Sla(tpot_p99_ms=80), progress=seen.append, cal=CAL)
     assert seen and seen == sorted(seen) and seen[-1] == 1.0
     seen.clear()
-    recommend(model, offers, TARGET, sla=Sla(tpot_ms=80), progress=seen.append)
+    recommend(model, offers, TARGET, sla=Sla(tpot_ms=80), progress=seen.append, cal=CAL)
     assert not seen  # mean limits are not simulated

@@ -10,6 +10,7 @@ from gpuplan.adapters.catalog.loader import load_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
+from gpuplan.data.calibration import default_calibration
 
 MODEL = "meta-llama/Llama-3.1-8B"
 GPU = "H100-SXM"
@@ -17,7 +18,11 @@ GPU = "H100-SXM"
 
 def build(layout: Layout | None = None, context: int = 4096) -> ReplicaModel:
     return ReplicaModel.build(
-        get_model(MODEL), load_catalog().get_gpu(GPU), layout or Layout(), context_tokens=context
+        get_model(MODEL),
+        load_catalog().get_gpu(GPU),
+        layout or Layout(),
+        context_tokens=context,
+        cal=default_calibration(),
     )
 
 

@@ -4,18 +4,21 @@ routing, request limits, and the capacity search's keep-up test."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gpuplan.core.errors import UserInputError
-from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
+from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.sim.capacity import max_rate_under_slo
-from gpuplan.core.sim.config import Disaggregation, SimConfig, Slo
+from gpuplan.core.sim.config import Disaggregation, SimConfig
 from gpuplan.core.sim.metrics import SimSummary, summarise
 from gpuplan.core.sim.simulator import SimResult, _Loop, simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
+from gpuplan.core.sla import Sla
+from gpuplan.core.workload import Workload
 
 Builder = Callable[..., ReplicaModel]
 
@@ -47,7 +50,7 @@ def token_weighted_tpot_ms(result: SimResult) -> float:
     return float(span / (result.output_tokens[done] - 1).sum() * 1000.0)
 
 
-STALLING = {
+STALLING: dict[str, tuple[dict[str, Any], SimConfig]] = {
     "recompute preemption": (dict(gpu_memory_utilization=0.3), SimConfig(preemption="recompute")),
     "swap preemption": (dict(gpu_memory_utilization=0.3), SimConfig(preemption="swap")),
     "unchunked long prompts": ({}, SimConfig(chunked_prefill=False, max_batched_tokens=11_000)),
@@ -128,7 +131,7 @@ def test_a_lone_prompt_longer_than_a_chunk_matches_the_analytic_latency(build_re
     inp, out = 20_000, 50
     trace = Requests(np.array([0.0]), np.array([inp], dtype=np.int64), np.array([out], dtype=np.int64))
     result = simulate(replica, trace)
-    ttft, _, _, _ = replica.run(InferenceWorkload(scenario="single", input_tokens=inp, output_tokens=out))
+    ttft, _, _, _ = replica.run(Workload(scenario="single", input_tokens=inp, output_tokens=out))
     assert result.first_token_s[0] - result.arrival_s[0] == pytest.approx(ttft, rel=1e-12)
 
 
@@ -148,7 +151,7 @@ def test_capacity_keeps_up_with_the_rate_the_sample_realised(build_replica: Buil
     nominal rate failed every probe and reported ~0.1 % of the real capacity."""
     replica = build_replica(Layout(), context=2400)
     spec = fixed(ArrivalSpec(kind="poisson", rate_rps=1.0), inp=2000, out=300, n=500)
-    slo = Slo(ttft_p99_ms=500, tpot_p99_ms=30)
+    slo = Sla(ttft_p99_ms=500, tpot_p99_ms=30)
     found = max_rate_under_slo(replica, spec, slo, SimConfig(record_timeline=False))
     at_five = summarise(
         simulate(replica, generate(spec.model_copy(update={"arrival": ArrivalSpec(rate_rps=5.0)})))
@@ -163,7 +166,7 @@ def test_kv_pages_are_all_returned_and_never_overfilled(
     build_replica: Builder, reservation: str, preemption: str
 ) -> None:
     replica = build_replica(Layout(gpu_memory_utilization=0.3), context=2200)
-    config = SimConfig(kv_reservation=reservation, preemption=preemption)  # type: ignore[arg-type]
+    config = SimConfig(kv_reservation=reservation, preemption=preemption)
     loop_requests = generate(workload(rate=50.0, n=300, inp=1000, out=1000))
     loop = _Loop(replica, loop_requests, config)
     assert loop.run() is None

@@ -11,8 +11,9 @@ from gpuplan.adapters.scenario_files.simulate import parse_simulate_scenario
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.sim.capacity import max_rate_under_slo, offline_requests_per_s, saturation_requests_per_s
-from gpuplan.core.sim.config import SimConfig, Slo
+from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, parse_trace
+from gpuplan.core.sla import Sla
 from gpuplan.usecases.validation.cases import Skip
 from gpuplan.usecases.validation.predict_server import parse_constraint
 
@@ -50,6 +51,14 @@ def test_empty_and_negative_traces_are_rejected_with_the_line() -> None:
         parse_trace("arrival_s,input_tokens\n0,1\n", origin="t.csv", fmt="csv")
 
 
+def test_crlf_trace_parses_and_names_the_file_line() -> None:
+    header = "arrival_s,input_tokens,output_tokens\r\n"
+    trace = parse_trace(header + "0,10,5\r\n2,20,4", origin="t.csv", fmt="csv")
+    assert trace.arrival_s.tolist() == [0.0, 2.0] and trace.output_tokens.tolist() == [5, 4]
+    with pytest.raises(FileFormatError, match=r"t\.csv line 3: token counts"):
+        parse_trace(header + "0,10,5\r\n1,-4,5\r\n", origin="t.csv", fmt="csv")
+
+
 def test_trace_is_sorted_and_starts_at_zero() -> None:
     trace = parse_trace("arrival_s,input_tokens,output_tokens\n5,10,2\n3,20,4\n", origin="t", fmt="csv")
     assert trace.arrival_s.tolist() == [0.0, 2.0] and trace.input_tokens.tolist() == [20, 10]
@@ -65,7 +74,7 @@ def test_scenario_errors_name_the_field_and_line() -> None:
 
 
 def test_capacity_search_finds_a_rate_below_the_analytic_maximum(replica: ReplicaModel) -> None:
-    slo = Slo(ttft_p99_ms=2000, tpot_p99_ms=100)
+    slo = Sla(ttft_p99_ms=2000, tpot_p99_ms=100)
     spec = SPEC.model_copy(update={"num_requests": 3000})
     found = max_rate_under_slo(
         replica, spec, slo, SimConfig(record_timeline=False, warmup_fraction=0.2), steps=7
@@ -87,13 +96,13 @@ def test_saturation_rate_is_steady_state_and_ignores_warmup(replica: ReplicaMode
 
 
 def test_impossible_slo_is_reported_infeasible(replica: ReplicaModel) -> None:
-    found = max_rate_under_slo(replica, SPEC, Slo(ttft_p99_ms=0.001), steps=3)
+    found = max_rate_under_slo(replica, SPEC, Sla(ttft_p99_ms=0.001), steps=3)
     assert not found.feasible and found.reason and "rate -> 0" in found.reason and found.probes == 1
 
 
 def test_constraint_notes_parse() -> None:
     slo = parse_constraint("constraint: ttft_p99_ms<=2000; tpot_p99_ms<=200 | model mapped ...")
-    assert slo == Slo(ttft_p99_ms=2000, tpot_p99_ms=200)
+    assert slo == Sla(ttft_p99_ms=2000, tpot_p99_ms=200)
     with pytest.raises(Skip, match="not machine-readable"):
         parse_constraint("constraint: unknown (production average) | x")
 

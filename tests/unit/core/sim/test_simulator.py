@@ -11,12 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuplan.core.errors import UserInputError
-from gpuplan.core.perf.inference import InferenceWorkload, ReplicaModel
+from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.sim.config import Disaggregation, SimConfig
 from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
+from gpuplan.core.workload import Workload
 
 Builder = Callable[..., ReplicaModel]
 SATURATION_TOLERANCE = 0.25
@@ -41,7 +42,7 @@ def test_one_request_at_a_time_equals_the_analytic_single_request(replica: Repli
         np.array([0.0, 500.0, 1000.0]), np.full(3, inp, dtype=np.int64), np.full(3, out, dtype=np.int64)
     )
     result = simulate(replica, trace)
-    ttft, tpot, _, _ = replica.run(InferenceWorkload(scenario="single", input_tokens=inp, output_tokens=out))
+    ttft, tpot, _, _ = replica.run(Workload(scenario="single", input_tokens=inp, output_tokens=out))
     sim_ttft = result.first_token_s - result.arrival_s
     sim_tpot = (result.finish_s - result.first_token_s) / (out - 1)
     assert sim_ttft == pytest.approx([ttft] * 3, rel=1e-12)
@@ -82,7 +83,7 @@ def test_throughput_saturates_at_the_analytic_offline_maximum(engine: str, build
     base = build_replica(Layout(engine=engine), context=640)
     replica = ReplicaModel(step=dataclasses.replace(base.step, max_seqs=128), memory=base.memory)
     _, _, offline_tokens_per_s, _ = replica.run(
-        InferenceWorkload(scenario="offline", input_tokens=512, output_tokens=128)
+        Workload(scenario="offline", input_tokens=512, output_tokens=128)
     )
     rates = []
     for clients in (200, 300):

@@ -1,7 +1,8 @@
-"""plots.py: figures from real answers, offline HTML export, PNG export (or its one-line error)."""
+"""plots: figures from real answers, offline HTML export, PNG export (or its one-line error)."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
@@ -10,13 +11,30 @@ import pytest
 pytest.importorskip("plotly")
 
 from gpuplan.adapters.catalog.loader import Catalog, load_catalog
+from gpuplan.adapters.models.registry import get_model, model_for_seq_len
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.recommend.request import Recommendation
+from gpuplan.core.training.search import search_layouts
+from gpuplan.data.calibration import default_training_calibration
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.interfaces.plots import training as plots_training
-from gpuplan.usecases import service
-from gpuplan.usecases.train import TrainPlanRequest, TrainPlanResult, plan_training
+from gpuplan.usecases.fit import fit
+from gpuplan.usecases.recommend import (
+    SCALING_GPU_COUNTS,
+    ScalingPoint,
+    recommend_from_scenario,
+    throughput_scaling,
+)
+from gpuplan.usecases.resolve import offers, scenario_from_mapping
+from gpuplan.usecases.train import (
+    TrainMemoryBar,
+    TrainPlanRequest,
+    TrainPlanResult,
+    plan_training,
+    train_memory_bars,
+    training_job,
+)
 
 SCENARIO = {
     "model": "meta-llama/Llama-3.1-8B",
@@ -33,12 +51,12 @@ def catalog() -> Catalog:
 
 @pytest.fixture(scope="module")
 def scenario() -> ScenarioFile:
-    return service.scenario_from_mapping(SCENARIO)
+    return scenario_from_mapping(SCENARIO)
 
 
 @pytest.fixture(scope="module")
 def rec(scenario: ScenarioFile, catalog: Catalog) -> Recommendation:
-    return service.recommend_from_scenario(scenario, catalog)
+    return recommend_from_scenario(scenario, catalog)
 
 
 def test_pareto_has_one_point_per_plan_coloured_by_gpu(rec: Recommendation) -> None:
@@ -67,26 +85,31 @@ def test_memory_bars_stack_the_breakdown_of_the_top_plans(rec: Recommendation) -
     assert fig.layout.barmode == "stack"
 
 
-def test_throughput_scaling_predicts_each_top_gpu(
-    scenario: ScenarioFile, catalog: Catalog, rec: Recommendation
-) -> None:
-    points = plots.throughput_scaling(scenario, catalog, rec)
-    assert points, "no layout fitted"
-    assert {p.gpu for p in points} <= {p.gpu for p in rec.plans}
-    assert all(p.output_tokens_per_s > 0 and p.gpus in plots.SCALING_GPU_COUNTS for p in points)
-    fig = plots.throughput_figure(points, [p.gpu for p in rec.plans])
-    assert sum(len(t.x) for t in fig.data) == len(points)
+@pytest.fixture(scope="module")
+def scaling(scenario: ScenarioFile, catalog: Catalog, rec: Recommendation) -> list[ScalingPoint]:
+    return throughput_scaling(scenario, catalog, rec)
+
+
+def test_throughput_scaling_predicts_each_top_gpu(rec: Recommendation, scaling: list[ScalingPoint]) -> None:
+    assert scaling, "no layout fitted"
+    assert {p.gpu for p in scaling} <= {p.gpu for p in rec.plans}
+    assert all(p.output_tokens_per_s > 0 and p.gpus in SCALING_GPU_COUNTS for p in scaling)
+    fig = plots.throughput_figure(scaling, [p.gpu for p in rec.plans])
+    assert sum(len(t.x) for t in fig.data) == len(scaling)
+    line = next(t for t in fig.data if t.name.startswith(f"{scaling[0].gpu} "))
+    mine = [p for p in scaling if p.gpu == scaling[0].gpu]
+    assert list(line.x) == [p.gpus for p in mine]
+    assert list(line.y) == pytest.approx([p.output_tokens_per_s for p in mine])
 
 
 def test_gpu_comparison_has_a_bar_per_gpu_and_metric(catalog: Catalog) -> None:
-    offers = service.offers(catalog, ["L4", "H100-SXM"])
-    fig = plots.gpu_comparison_figure(offers)
+    fig = plots.gpu_comparison_figure(offers(catalog, ["L4", "H100-SXM"]))
     assert len(fig.data) == 4
     assert all(list(t.x) == ["L4", "H100-SXM"] for t in fig.data)
 
 
 def test_fit_figure_stacks_to_the_breakdown(catalog: Catalog) -> None:
-    result = service.fit(
+    result = fit(
         "meta-llama/Llama-3.1-8B",
         "L4",
         catalog,
@@ -109,10 +132,10 @@ def test_fit_figure_stacks_to_the_breakdown(catalog: Catalog) -> None:
 
 
 def test_html_export_embeds_plotly_js_and_needs_no_network(
-    rec: Recommendation, scenario: ScenarioFile, catalog: Catalog, tmp_path: Path
+    rec: Recommendation, scaling: list[ScalingPoint], tmp_path: Path
 ) -> None:
     out = tmp_path / "plans.html"
-    plots.write_recommendation_plot(out, scenario, catalog, rec)
+    plots.write_recommendation_plot(out, rec, scaling)
     html = out.read_text(encoding="utf-8")
     assert "<script src=" not in html.replace('<script src="data:', "")
     assert "Plotly.newPlot" in html and len(html) > 1_000_000  # plotly.js itself is inside
@@ -153,7 +176,7 @@ def test_png_without_a_browser_is_one_line(
         raise RuntimeError("Kaleido requires Google Chrome to be installed.\nmore detail")
 
     monkeypatch.setattr(type(fig), "write_image", no_browser)
-    monkeypatch.setattr(plots.importlib, "import_module", lambda _name: object())
+    monkeypatch.setattr(importlib, "import_module", lambda _name: object())  # the one plots uses
     with pytest.raises(UserInputError) as info:
         plots.write_figure(fig, tmp_path / "memory.png")
     assert "\n" not in info.value.one_line()
@@ -189,18 +212,42 @@ def test_training_pareto_is_cost_vs_time_one_point_per_plan(train_result: TrainP
     assert front.x[0] == pytest.approx(min(p.cost.usd_by_price_kind["on_demand"] for p in train_result.plans))
 
 
+@pytest.fixture(scope="module")
+def train_bars(catalog: Catalog, train_result: TrainPlanResult) -> list[TrainMemoryBar]:
+    return train_memory_bars(train_result, catalog, limit=plots.MEMORY_MAX_PLANS)
+
+
 def test_training_memory_bars_are_the_plans_own_layouts(
-    catalog: Catalog, train_result: TrainPlanResult
+    train_result: TrainPlanResult, train_bars: list[TrainMemoryBar]
 ) -> None:
-    bars = plots_training.train_memory_bars(TRAIN_REQUEST, train_result, catalog)
-    assert [(b.gpu, b.gpus, b.layout) for b in bars] == [
-        (p.gpu, p.gpus, p.layout) for p in train_result.plans[: plots.MEMORY_MAX_PLANS]
+    assert [(b.rank, b.gpu, b.gpus, b.layout) for b in train_bars] == [
+        (rank, p.gpu, p.gpus, p.layout)
+        for rank, p in enumerate(train_result.plans[: plots.MEMORY_MAX_PLANS], start=1)
     ]
-    for bar, plan in zip(bars, train_result.plans, strict=False):
+    for bar, plan in zip(train_bars, train_result.plans, strict=False):
+        assert bar.memory == plan.memory
         assert bar.memory.total_bytes / 2**30 == pytest.approx(plan.memory_gib_per_gpu)
         assert bar.memory.total_bytes / 2**30 <= bar.usable_gib
-    fig = plots_training.train_memory_figure(bars)
+
+
+def test_training_plans_carry_the_searched_memory_outside_the_json(
+    catalog: Catalog, train_result: TrainPlanResult
+) -> None:
+    model = model_for_seq_len(get_model(TRAIN_REQUEST.model), TRAIN_REQUEST.seq_len)
+    job = training_job(TRAIN_REQUEST, model)
+    for plan in train_result.plans[:2]:
+        found = search_layouts(
+            model, catalog.get_gpu(plan.gpu), job, plan.gpus, default_training_calibration()
+        )
+        assert found.candidates[0].layout.label() == plan.layout
+        assert plan.memory == found.candidates[0].memory
+        assert "memory" not in plan.model_dump(mode="json")
+    assert all("memory" not in p for p in train_result.model_dump(mode="json")["plans"])
+
+
+def test_training_memory_figure_stacks_the_bars(train_bars: list[TrainMemoryBar]) -> None:
+    fig = plots_training.train_memory_figure(train_bars)
     stacked = [t for t in fig.data if t.type == "bar"]
     assert [t.name for t in stacked] == [name for _, name in plots_training.TRAIN_MEMORY_PARTS]
-    assert list(stacked[0].y) == pytest.approx([b.memory.weights_bytes / 2**30 for b in bars])
+    assert list(stacked[0].y) == pytest.approx([b.memory.weights_bytes / 2**30 for b in train_bars])
     assert fig.layout.barmode == "stack"

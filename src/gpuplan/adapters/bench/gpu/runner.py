@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from gpuplan import __version__
 from gpuplan.adapters.bench.gpu.allreduce import allreduce
 from gpuplan.adapters.bench.gpu.config import (
     CPU_COPY_BYTES,
@@ -20,9 +18,7 @@ from gpuplan.adapters.bench.gpu.config import (
 )
 from gpuplan.adapters.bench.gpu.env import conditions, resolve_device
 from gpuplan.adapters.bench.gpu.kernels import device_copy, gemm, host_copies
-from gpuplan.adapters.store.database import Store
-from gpuplan.adapters.store.measurements import add_measurement, ensure_table
-from gpuplan.core.errors import BenchmarkError
+from gpuplan.adapters.store.measurements import open_measurement_run, store_each
 
 RUN_KIND = "bench-gpu"
 
@@ -53,23 +49,16 @@ def run_gpu_bench(
     """Measure, storing each result as it comes; returns the run summary (also stored)."""
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
-    store = Store(store_url)
-    ensure_table(store)
-    run_id = uuid.uuid4().hex
     cond = conditions(device)
-    store.create_run(run_id, RUN_KIND, cfg.model_dump(mode="json"), cond, __version__)
-    if announce is not None:
-        announce(run_id, store.url)
-    results: list[Measurement] = []
-    try:
-        for m in _measurements(cfg, device):
-            add_measurement(store, run_id, m.row())
-            results.append(m)
-            if on_result is not None:
-                on_result(m)
-    except KeyboardInterrupt:
-        store.set_status(run_id, "interrupted")
-        raise BenchmarkError("interrupted; the measurements taken so far are stored") from None
+    store, run_id = open_measurement_run(store_url, RUN_KIND, cfg.model_dump(mode="json"), cond, announce)
+    results = store_each(
+        store,
+        run_id,
+        _measurements(cfg, device),
+        Measurement.row,
+        on_result,
+        interrupted_message="interrupted; the measurements taken so far are stored",
+    )
     summary = {
         "run_id": run_id,
         "device": cond["device"],

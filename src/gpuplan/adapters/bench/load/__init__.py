@@ -1,4 +1,5 @@
-"""``gpuplan bench serve``: the async streaming load tester (see docs/bench.md; entry: ``service.serve``)."""
+"""``gpuplan bench serve``: the async streaming load tester (docs/bench.md; entry:
+:func:`gpuplan.usecases.bench_serve.serve`)."""
 
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.summary import BenchSummary

@@ -1,4 +1,4 @@
-"""What one serving load test does: target, load profile, workload, SLO (frozen, validated)."""
+"""What one serving load test does: target, load profile, workload, goodput limits (frozen, validated)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import httpx
 from pydantic import Field, model_validator
 
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.sla import MAX_TPOT_MS, MAX_TTFT_MS, Sla
 
 MAX_RATE_RPS = 100_000.0
 """Sanity cap on the offered rate: one client process holds about 1,000 req/s on 2 cores
@@ -36,8 +37,12 @@ class LoadConfig(FrozenModel):
     output_tokens: int = Field(ge=1, le=1_000_000)
     seed: int = 0
     request_timeout_s: float = Field(default=60.0, gt=0)
-    slo_ttft_ms: float | None = Field(default=None, gt=0)
-    slo_tpot_ms: float | None = Field(default=None, gt=0)
+    slo_ttft_ms: float | None = Field(
+        default=None, gt=0, le=MAX_TTFT_MS, description="goodput: TTFT from the scheduled send within this"
+    )
+    slo_tpot_ms: float | None = Field(
+        default=None, gt=0, le=MAX_TPOT_MS, description="goodput: TPOT within this"
+    )
     max_requests: int = Field(default=10_000_000, ge=1, description="hard bound on requests sent")
     trace_path: str | None = Field(default=None, description="CSV/JSONL trace replayed open loop")
     prompts_path: str | None = Field(default=None, description="JSONL prompts, used in turn")
@@ -59,6 +64,14 @@ class LoadConfig(FrozenModel):
             except httpx.InvalidURL as exc:
                 raise ValueError(f"{flag} {url!r} is not a valid URL ({exc})") from None
         return self
+
+    @property
+    def goodput_sla(self) -> Sla:
+        """``--slo-ttft-ms``/``--slo-tpot-ms`` as an SLA: per-request limits, so its P99 limits (a
+        request counts towards goodput when its own TTFT and TPOT are within them, as in ``simulate``'s
+        goodput, docs/metrics.md). The run config keeps the flat fields: they are the stored and
+        ``bench serve --format json`` shape."""
+        return Sla(ttft_p99_ms=self.slo_ttft_ms, tpot_p99_ms=self.slo_tpot_ms)
 
     @property
     def open_loop(self) -> bool:

@@ -16,7 +16,7 @@ from multiprocessing.synchronize import Event
 from typing import Any
 
 from gpuplan.adapters.bench.load.config import LoadConfig
-from gpuplan.adapters.bench.load.runner import Outcome, Sink, drive, first_origin, new_loop
+from gpuplan.adapters.bench.load.loops import Outcome, Sink, drive, first_origin, new_loop
 from gpuplan.adapters.bench.load.workload import Plan, build
 from gpuplan.adapters.store.records import RequestRecord
 from gpuplan.core.errors import BenchmarkError

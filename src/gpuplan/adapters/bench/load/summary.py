@@ -1,22 +1,33 @@
 """From request records to the run's summary (the ``bench serve --format json`` contract).
 
-Warm-up requests are excluded. ``achieved_rate`` is measured sends per second of the measurement
+Warm-up requests are excluded. ``achieved_rate_rps`` is measured sends per second of the measurement
 window, stretched when the client sent its last request late; ``ttft_ms``/``e2e_ms`` are from the
 actual send and ``*_from_schedule_ms`` from the scheduled send; ``itl_ms`` pools every gap of every
 request (vLLM's "ITL") while ``tpot_ms`` is per request (docs/metrics.md).
+
+The rates are written under the JSON keys ``target_rate`` and ``achieved_rate`` (``bench serve
+--format json``, the summaries in the results store, docs/bench.md); a summary is read back from
+either those keys or the attribute names.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.store.records import RequestRecord
+from gpuplan.core.sla import Sla
+
+
+def stored_rate(json_key: str) -> Any:
+    """The field of a rate in req/s written under ``json_key`` (its name less ``_rps``) and read back
+    under either name; for ``Annotated[float, stored_rate("achieved_rate")]``."""
+    return Field(serialization_alias=json_key, validation_alias=AliasChoices(f"{json_key}_rps", json_key))
 
 
 class Dist(BaseModel):
@@ -43,18 +54,20 @@ class ClientLateness(BaseModel):
 
 
 class BenchSummary(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """One run's summary; the two rates keep their JSON keys ``target_rate``/``achieved_rate``."""
+
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True)
 
     run_id: str
     mode: str
-    target_rate: float | None
+    target_rate_rps: Annotated[float | None, stored_rate("target_rate")]
     concurrency: int | None
     duration_s: float
     requests_sent: int
     requests_completed: int
     requests_failed: int
     warmup_excluded: int
-    achieved_rate: float
+    achieved_rate_rps: Annotated[float, stored_rate("achieved_rate")]
     ttft_ms: Dist
     e2e_ms: Dist
     ttft_from_schedule_ms: Dist
@@ -78,10 +91,11 @@ def dist(values: Sequence[float]) -> Dist:
     return Dist(mean=float(a.mean()), p50=p50, p90=p90, p99=p99, max=float(a.max()))
 
 
-def _meets_slo(r: RequestRecord, config: LoadConfig) -> bool:
-    if config.slo_ttft_ms is not None and (r.ttft_sched_ms is None or r.ttft_sched_ms > config.slo_ttft_ms):
+def _meets_slo(r: RequestRecord, sla: Sla) -> bool:
+    """Whether one request's TTFT from the scheduled send and its TPOT are within the goodput limits."""
+    if sla.ttft_p99_ms is not None and (r.ttft_sched_ms is None or r.ttft_sched_ms > sla.ttft_p99_ms):
         return False
-    return not (config.slo_tpot_ms is not None and r.tpot_ms is not None and r.tpot_ms > config.slo_tpot_ms)
+    return not (sla.tpot_p99_ms is not None and r.tpot_ms is not None and r.tpot_ms > sla.tpot_p99_ms)
 
 
 def _client(
@@ -95,7 +109,7 @@ def _client(
     )
 
 
-def summarize(
+def summarise(
     run_id: str,
     config: LoadConfig,
     records: Sequence[RequestRecord],
@@ -115,19 +129,19 @@ def summarize(
     done_span = max((r.done_s for r in ok), default=start) - start
     window = max(config.duration_s, send_span)
     out_tokens = sum(r.output_tokens for r in ok)
-    slo = config.slo_ttft_ms is not None or config.slo_tpot_ms is not None
+    sla = config.goodput_sla
     lags = [r.send_lag_ms for r in measured] if config.open_loop else []
     return BenchSummary(
         run_id=run_id,
         mode=config.mode,
-        target_rate=config.rate_rps,
+        target_rate_rps=config.rate_rps,
         concurrency=config.concurrency,
         duration_s=config.duration_s,
         requests_sent=len(measured),
         requests_completed=len(ok),
         requests_failed=len(measured) - len(ok),
         warmup_excluded=len(latest) - len(measured),
-        achieved_rate=(len(measured) if config.open_loop else len(ok)) / window,
+        achieved_rate_rps=(len(measured) if config.open_loop else len(ok)) / window,
         ttft_ms=dist([r.ttft_ms for r in ok if r.ttft_ms is not None]),
         e2e_ms=dist([r.e2e_ms for r in ok if r.e2e_ms is not None]),
         ttft_from_schedule_ms=dist([r.ttft_sched_ms for r in ok if r.ttft_sched_ms is not None]),
@@ -137,7 +151,7 @@ def summarize(
         input_tokens_mean=float(np.mean([r.input_tokens for r in ok])) if ok else None,
         output_tokens_mean=out_tokens / len(ok) if ok else None,
         output_tokens_per_s=out_tokens / max(done_span, window, 1e-9),
-        goodput_rps=sum(_meets_slo(r, config) for r in ok) / window if slo else None,
+        goodput_rps=None if sla.empty else sum(_meets_slo(r, sla) for r in ok) / window,
         errors=dict(Counter(r.error for r in measured if r.error is not None)),
         client=_client(lags, loop_lag_ms, cpu_s, session_requests),
         server_metrics=server_metrics,

@@ -12,21 +12,18 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from gpuplan import __version__
 from gpuplan.adapters.bench.gpu.env import conditions, resolve_device
 from gpuplan.adapters.bench.train.config import TrainBenchConfig, TrainResult
 from gpuplan.adapters.bench.train.lora import apply_lora
 from gpuplan.adapters.bench.train.model import build_model, resolve_config
 from gpuplan.adapters.models.hf_config import parse_hf_config
-from gpuplan.adapters.store.database import Store
-from gpuplan.adapters.store.measurements import add_measurement, ensure_table
-from gpuplan.core.errors import BenchmarkError, GpuplanError
+from gpuplan.adapters.store.measurements import open_measurement_run, store_each
+from gpuplan.core.errors import GpuplanError
 from gpuplan.core.model.arith import training_flops_per_token
 
 RUN_KIND = "bench-train"
@@ -135,28 +132,21 @@ def run_train_bench(
     dtype = cfg.dtype or ("bf16" if device.type == "cuda" else "fp32")
     torch.manual_seed(cfg.seed)
     bench = _Bench(cfg, device, dtype)
-    store = Store(store_url)
-    ensure_table(store)
-    run_id = uuid.uuid4().hex
     cond = conditions(device) | {
         "transformers": _transformers_version(),
         "trainable_params": bench.trainable,
         "params": sum(p.numel() for p in bench.model.parameters()),
     }
-    store.create_run(run_id, RUN_KIND, cfg.model_dump(mode="json") | {"dtype": dtype}, cond, __version__)
-    if announce is not None:
-        announce(run_id, store.url)
-    results: list[TrainResult] = []
-    try:
-        for batch in cfg.batch_sizes:
-            result = bench.measure(batch)
-            add_measurement(store, run_id, result.model_dump(mode="json"))
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
-    except KeyboardInterrupt:
-        store.set_status(run_id, "interrupted")
-        raise BenchmarkError("interrupted; the batch sizes measured so far are stored") from None
+    config = cfg.model_dump(mode="json") | {"dtype": dtype}
+    store, run_id = open_measurement_run(store_url, RUN_KIND, config, cond, announce)
+    results = store_each(
+        store,
+        run_id,
+        (bench.measure(batch) for batch in cfg.batch_sizes),
+        lambda result: result.model_dump(mode="json"),
+        on_result,
+        interrupted_message="interrupted; the batch sizes measured so far are stored",
+    )
     summary = {
         "run_id": run_id,
         "model": cfg.model,

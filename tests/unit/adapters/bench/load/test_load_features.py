@@ -10,7 +10,7 @@ import pytest
 
 from gpuplan.adapters.bench.load import metrics, search
 from gpuplan.adapters.bench.load.config import LoadConfig
-from gpuplan.adapters.bench.load.summary import BenchSummary, summarize
+from gpuplan.adapters.bench.load.summary import BenchSummary, summarise
 from gpuplan.adapters.bench.load.workload import build, load_prompts, trace_span_s
 from gpuplan.adapters.store.compare import compare
 from gpuplan.adapters.store.database import RunInfo
@@ -55,10 +55,10 @@ def test_jsonl_trace_and_prompt_file(tmp_path: Path) -> None:
 
 
 def _summary(rate: float, ttft_p99: float) -> BenchSummary:
-    s = summarize("r", _config(rate_rps=rate, duration_s=1.0), [])
+    s = summarise("r", _config(rate_rps=rate, duration_s=1.0), [])
     return s.model_copy(
         update={
-            "achieved_rate": rate,
+            "achieved_rate_rps": rate,
             "requests_sent": 10,
             "requests_completed": 10,
             "ttft_from_schedule_ms": s.ttft_ms.model_copy(update={"p99": ttft_p99}),
@@ -78,7 +78,7 @@ def test_max_rate_under_slo_doubles_then_bisects() -> None:
         _config(rate_rps=100.0), fake, start_rps=100.0, ttft_p99_ms=100.0, tpot_p99_ms=None, max_steps=8
     )
     assert tried[:3] == [100.0, 200.0, 400.0] and tried[3] == 300.0
-    assert result.max_rate_under_slo is not None and 280.0 <= result.max_rate_under_slo <= 300.0
+    assert result.max_rate_under_slo_rps is not None and 280.0 <= result.max_rate_under_slo_rps <= 300.0
     assert len(result.steps) <= 8 and not result.steps[2].passed
     with pytest.raises(ValueError):
         search.max_rate_under_slo(
@@ -88,7 +88,7 @@ def test_max_rate_under_slo_doubles_then_bisects() -> None:
 
 def test_sweep_runs_each_rate() -> None:
     out = search.sweep(_config(concurrency=2), [10, 20], lambda c: _summary(c.rate_rps or 0.0, 1.0))
-    assert [s.achieved_rate for s in out] == [10.0, 20.0]
+    assert [s.achieved_rate_rps for s in out] == [10.0, 20.0]
 
 
 def test_prometheus_parse_keeps_engine_metrics_without_buckets() -> None:

@@ -7,7 +7,7 @@ import pytest
 from gpuplan.adapters.bench.load import client
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.schedule import offsets_s
-from gpuplan.adapters.bench.load.summary import summarize
+from gpuplan.adapters.bench.load.summary import summarise
 from gpuplan.adapters.bench.tokens import estimate_tokens, synthetic_prompt
 from gpuplan.adapters.store.records import RequestRecord
 
@@ -121,17 +121,17 @@ def test_summary_counts_errors_excludes_warmup_and_computes_goodput() -> None:
         + [_rec(90 + i, "http_500") for i in range(10)]
         + [_rec(100, warmup=True)]
     )
-    s = summarize("r", cfg, records, [0.1, 0.2])
+    s = summarise("r", cfg, records, [0.1, 0.2])
     assert (s.requests_sent, s.requests_completed, s.requests_failed, s.warmup_excluded) == (100, 90, 10, 1)
     assert s.errors == {"http_500": 10}
     assert s.ttft_ms.p50 == pytest.approx(50.0)
     assert s.itl_ms.mean == pytest.approx(10.0)
-    assert s.achieved_rate == pytest.approx(100.0)
+    assert s.achieved_rate_rps == pytest.approx(100.0)
     assert s.goodput_rps == pytest.approx(90.0)
 
 
 def test_latest_record_of_an_index_wins() -> None:
-    s = summarize(
+    s = summarise(
         "r", _config(duration_s=1.0), [_rec(0, "timeout"), _rec(0).model_copy(update={"done_s": 5.0})]
     )
     assert (s.requests_completed, s.requests_failed) == (1, 0)

@@ -20,7 +20,7 @@ class _FakePool(wire.Pool):
         super().__init__("http://127.0.0.1:1")
         self.released: list[object] = []
 
-    def release(self, conn: object) -> None:  # type: ignore[override]
+    def release(self, conn: object) -> None:
         self.released.append(conn)
 
 

@@ -3,22 +3,27 @@
 The bundled factors were fitted on every development row, so ``gpuplan validate`` on the same rows
 measures fit, not generalisation. Leaving one GPU (or model) out at a time estimates the error a user
 meets on hardware or models the calibration never saw, which is the question that matters before buying.
+Each fold refits as ``gpuplan validate --fit-out`` does (``published_serving.fit_calibration``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Literal
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.usecases.calibration.published import fit_calibration
-from gpuplan.usecases.validation.cases import Case
+from gpuplan.data.calibration import prior_calibration
+from gpuplan.usecases.calibration.published_serving import fit_calibration
+from gpuplan.usecases.validation.cases import Case, read_cases
 from gpuplan.usecases.validation.predict import RowResult, predict_case
 from gpuplan.usecases.validation.report import MetricStats, Summary, stats, summarise
 
 GroupBy = Literal["gpu", "model"]
+GROUPINGS: dict[str, GroupBy] = {"gpu": "gpu", "model": "model"}
 MIN_TRAINING_ROWS = 10
 """A fold with fewer rows left to fit on is skipped: the prior would dominate and say nothing."""
 
@@ -67,3 +72,15 @@ def cross_validate(
             )
         )
     return CrossValidation(by=by, folds=folds, summary=summarise(held_out), rows=held_out)
+
+
+def cross_validate_file(path: Path, catalog: Catalog, *, grades: Sequence[str], by: str) -> CrossValidation:
+    """``gpuplan validate --cross-validate``: leave-one-GPU (or model) -out error of the inference
+    calibration, refitted from the bundled priors, on a validation CSV's rows of ``grades``."""
+    if by not in GROUPINGS:
+        raise UserInputError(f"--cross-validate {by!r} is not one of gpu, model")
+    schema, cases = read_cases(path)
+    if schema != "inference":
+        raise UserInputError(f"--cross-validate needs inference.csv rows; {path} holds {schema} rows")
+    chosen = [c for c in cases if c.quality in set(grades)]
+    return cross_validate(chosen, catalog, prior_calibration(), by=GROUPINGS[by])

@@ -1,0 +1,297 @@
+"""``gpuplan bench serve``: load-test an OpenAI-compatible endpoint (one run, a sweep of rates, or the
+highest rate under a P99 SLO), every request stored as it completes (docs/bench.md)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gpuplan.core.errors import UserInputError
+from gpuplan.interfaces.cli import render
+from gpuplan.interfaces.cli.app import fmt, guarded
+from gpuplan.interfaces.cli.cmd_bench import StoreOpt, announce, bench_app, summary_table
+
+if TYPE_CHECKING:  # names for the annotations only: the load tester is imported when a command runs
+    from gpuplan.adapters.bench.load.config import LoadConfig
+    from gpuplan.adapters.bench.load.search import Runner
+    from gpuplan.usecases.bench_serve import Hooks
+
+__all__ = ["bench_app"]
+
+RateOpt = Annotated[
+    float | None, typer.Option(help="open loop: requests/s (start rate of --max-rate-under-slo)")
+]
+TraceOpt = Annotated[
+    Path | None, typer.Option(help="replay a trace (CSV/JSONL: arrival_s, input_tokens, output_tokens)")
+]
+SearchOpt = Annotated[
+    bool,
+    typer.Option(
+        "--max-rate-under-slo", help="search the highest rate meeting --slo-ttft-p99-ms/--slo-tpot-p99-ms"
+    ),
+]
+DurationOpt = Annotated[
+    float | None, typer.Option(help="measured seconds after warm-up (default 30; a trace: its span)")
+]
+PromptsOpt = Annotated[Path | None, typer.Option(help='JSONL prompts ({"prompt": ...} per line), in turn')]
+ScrapeOpt = Annotated[bool, typer.Option("--scrape-metrics", help="scrape URL/metrics before/after")]
+MetricsUrlOpt = Annotated[str | None, typer.Option(help="Prometheus endpoint to scrape (implies scraping)")]
+ProgressOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--progress/--no-progress", help="progress bar on stderr (default: when stderr is a terminal)"
+    ),
+]
+DEFAULT_DURATION_S = 30.0
+"""Measured seconds of a rate or concurrency run without --duration (the --duration help says so)."""
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    """What ``bench serve`` was asked: the validated load (None when resuming), the run to resume,
+    the rates of a sweep, and the SLO search ``(P99 TTFT ms, P99 TPOT ms, most runs)`` when asked."""
+
+    config: LoadConfig | None
+    resume: str | None
+    sweep_rates_rps: list[float]
+    slo_search: tuple[float | None, float | None, int] | None
+
+
+@bench_app.command("serve")
+@guarded
+def bench_serve(
+    url: Annotated[str | None, typer.Option(help="server base, http://host:port")] = None,
+    model: Annotated[str | None, typer.Option(help="model name sent in each request")] = None,
+    rate: RateOpt = None,
+    concurrency: Annotated[int | None, typer.Option(help="closed loop: requests in flight")] = None,
+    trace: TraceOpt = None,
+    rates: Annotated[str | None, typer.Option(help="sweep: one run per rate, e.g. 10,20,40")] = None,
+    max_rate_under_slo: SearchOpt = False,
+    slo_ttft_p99_ms: Annotated[float | None, typer.Option(help="P99 TTFT limit of the search")] = None,
+    slo_tpot_p99_ms: Annotated[float | None, typer.Option(help="P99 TPOT limit of the search")] = None,
+    search_steps: Annotated[int, typer.Option(help="most runs the search makes")] = 8,
+    arrival: Annotated[str, typer.Option(help="poisson, constant or gamma")] = "poisson",
+    burstiness: Annotated[float, typer.Option(help="gamma shape k (1 = Poisson)")] = 1.0,
+    duration: DurationOpt = None,
+    warmup: Annotated[float, typer.Option(help="seconds of load before measuring")] = 0.0,
+    input_tokens: Annotated[int, typer.Option(help="prompt tokens (approximate, docs/bench.md)")] = 256,
+    output_tokens: Annotated[int, typer.Option(help="max_tokens of each request")] = 128,
+    prompts: PromptsOpt = None,
+    api: Annotated[str, typer.Option(help="completions or chat")] = "completions",
+    slo_ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit for goodput")] = None,
+    slo_tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit for goodput")] = None,
+    timeout: Annotated[float, typer.Option(help="per-request timeout, s")] = 60.0,
+    workers: Annotated[int, typer.Option(help="client processes sharing the schedule")] = 1,
+    scrape_metrics: ScrapeOpt = False,
+    metrics_url: MetricsUrlOpt = None,
+    seed: Annotated[int, typer.Option()] = 0,
+    resume: Annotated[str | None, typer.Option(help="RUN_ID of an interrupted run to complete")] = None,
+    store: StoreOpt = None,
+    progress: ProgressOpt = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
+) -> None:
+    """Load-test an OpenAI-compatible endpoint; every request is stored as it completes."""
+    shape = fmt(format)
+    load = {
+        "url": url, "model": model, "api": api, "rate_rps": rate, "concurrency": concurrency,
+        "trace_path": str(trace) if trace else None, "prompts_path": str(prompts) if prompts else None,
+        "arrival": arrival, "burstiness": burstiness, "duration_s": duration, "warmup_s": warmup,
+        "input_tokens": input_tokens, "output_tokens": output_tokens, "seed": seed,
+        "request_timeout_s": timeout, "slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms,
+        "workers": workers, "metrics_url": metrics_url or _default_metrics_url(url, scrape_metrics),
+    }  # fmt: skip
+    search = (slo_ttft_p99_ms, slo_tpot_p99_ms, search_steps) if max_rate_under_slo else None
+    request = _request(load, rates, resume, search)
+    with _progress(progress if progress is not None else sys.stderr.isatty()) as hooks:
+        _run(request, store, hooks, shape)
+
+
+def _default_metrics_url(url: str | None, scrape_metrics: bool) -> str | None:
+    return url.rstrip("/") + "/metrics" if scrape_metrics and url else None
+
+
+def _request(
+    load: dict[str, Any],
+    rates: str | None,
+    resume: str | None,
+    slo_search: tuple[float | None, float | None, int] | None,
+) -> ServeRequest:
+    """The flags as one request; a sweep or search without --rate starts at its first rate."""
+    sweep_rates_rps = _rates_rps(rates)
+    if (sweep_rates_rps or slo_search is not None) and resume is None:
+        load["rate_rps"] = load["rate_rps"] or (sweep_rates_rps[0] if sweep_rates_rps else None)
+    config = None if resume is not None else _load_config(load)
+    return ServeRequest(config, resume, sweep_rates_rps, slo_search)
+
+
+def _rates_rps(text: str | None) -> list[float]:
+    if not text:
+        return []
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserInputError(f"--rates {text!r} must be numbers separated by commas, e.g. 10,20,40") from None
+    if not values or min(values) <= 0:
+        raise UserInputError(f"--rates {text!r}: every rate must be > 0")
+    return values
+
+
+def _load_config(load: dict[str, Any]) -> LoadConfig:
+    from gpuplan.adapters.bench.load.config import LoadConfig
+    from gpuplan.adapters.bench.load.workload import trace_span_s
+
+    if load["duration_s"] is None:
+        load["duration_s"] = trace_span_s(load["trace_path"]) if load["trace_path"] else DEFAULT_DURATION_S
+    return LoadConfig.model_validate(load)
+
+
+def _run(request: ServeRequest, store: str | None, hooks: Hooks, shape: str) -> None:
+    if request.slo_search is not None:
+        _slo_search(request.config, store, hooks, shape, request.slo_search)
+    elif request.sweep_rates_rps:
+        _sweep(request.config, store, hooks, shape, request.sweep_rates_rps)
+    else:
+        _single(request.config, store, request.resume, hooks, shape)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Hooks]:
+    """Service hooks; with ``enabled``, a rich progress bar of completed requests on stderr."""
+    from gpuplan.usecases.bench_serve import Hooks
+
+    if not enabled:
+        yield Hooks(announce=announce)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=render.err_console,
+        transient=True,
+    )
+    tasks: list[Any] = []
+
+    def start(total: int | None) -> None:
+        tasks.append(bar.add_task("requests", total=total))
+
+    def record(_record: Any) -> None:
+        bar.advance(tasks[-1])
+
+    with bar:
+        yield Hooks(announce=announce, start=start, record=record)
+
+
+def _single(
+    config: LoadConfig | None, store: str | None, resume: str | None, hooks: Hooks, shape: str
+) -> None:
+    from gpuplan.usecases.bench_serve import serve
+
+    summary = serve(config, store, resume, hooks=hooks)
+    if shape == "json":
+        render.emit_json(summary)
+        return
+    summary_table(summary.model_dump(mode="json"))
+
+
+def _runner(store: str | None, hooks: Hooks) -> Runner:
+    from gpuplan.usecases.bench_serve import serve
+
+    return lambda cfg: serve(cfg, store, hooks=hooks)
+
+
+def _sweep(
+    config: LoadConfig | None, store: str | None, hooks: Hooks, shape: str, rates_rps: list[float]
+) -> None:
+    from gpuplan.adapters.bench.load.search import sweep
+
+    if config is None:
+        raise UserInputError("--rates cannot be combined with --resume")
+    summaries = sweep(config, rates_rps, _runner(store, hooks))
+    if shape == "json":
+        render.emit_json([s.model_dump(mode="json") for s in summaries])
+        return
+    render.table(
+        "sweep",
+        [
+            "target req/s",
+            "achieved",
+            "ok",
+            "failed",
+            "TTFT p50",
+            "TTFT p99 (sched)",
+            "TPOT p99",
+            "ITL mean",
+            "out tok/s",
+            "run",
+        ],
+        [
+            [
+                s.target_rate_rps,
+                s.achieved_rate_rps,
+                s.requests_completed,
+                s.requests_failed,
+                s.ttft_ms.p50,
+                s.ttft_from_schedule_ms.p99,
+                s.tpot_ms.p99,
+                s.itl_ms.mean,
+                s.output_tokens_per_s,
+                s.run_id[:12],
+            ]
+            for s in summaries
+        ],
+    )
+
+
+def _slo_search(
+    config: LoadConfig | None,
+    store: str | None,
+    hooks: Hooks,
+    shape: str,
+    search: tuple[float | None, float | None, int],
+) -> None:
+    from gpuplan.adapters.bench.load.search import max_rate_under_slo
+
+    ttft_p99_ms, tpot_p99_ms, steps = search
+    if config is None or config.rate_rps is None:
+        raise UserInputError("--max-rate-under-slo needs --rate (the first rate tried), not --resume")
+    if (ttft_p99_ms, tpot_p99_ms) == (None, None):
+        raise UserInputError("--max-rate-under-slo needs --slo-ttft-p99-ms and/or --slo-tpot-p99-ms")
+    if steps < 1:
+        raise UserInputError(f"--search-steps must be >= 1, got {steps}", hint="e.g. --search-steps 8")
+    result = max_rate_under_slo(
+        config,
+        _runner(store, hooks),
+        start_rps=config.rate_rps,
+        ttft_p99_ms=ttft_p99_ms,
+        tpot_p99_ms=tpot_p99_ms,
+        max_steps=steps,
+    )
+    if shape == "json":
+        render.emit_json(result)
+        return
+    render.table(
+        "max rate under SLO",
+        ["rate req/s", "passed", "achieved", "TTFT p99 (sched)", "TPOT p99", "failed share", "run"],
+        [
+            [
+                st.rate_rps,
+                "yes" if st.passed else "no",
+                st.achieved_rate_rps,
+                st.ttft_p99_ms,
+                st.tpot_p99_ms,
+                st.failed_share,
+                st.run_id[:12],
+            ]
+            for st in result.steps
+        ],
+    )
+    render.console.print(f"max rate under SLO: {result.max_rate_under_slo_rps} req/s", highlight=False)

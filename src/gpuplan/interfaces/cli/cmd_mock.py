@@ -1,0 +1,58 @@
+"""``gpuplan mock-server``: a mock OpenAI-compatible server with set latencies and faults (docs/bench.md)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gpuplan.interfaces.cli.app import app, check_listen_address, guarded
+
+__all__ = ["app"]
+
+
+@app.command("mock-server")
+@guarded
+def mock_server(
+    host: Annotated[
+        str, typer.Option(help="address to bind (keep 127.0.0.1 unless you mean it)")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port; 0 picks a free one (printed)")] = 8000,
+    ttft_ms: Annotated[float, typer.Option(help="time to first token after admission")] = 50.0,
+    itl_ms: Annotated[float, typer.Option(help="gap between tokens")] = 10.0,
+    max_concurrency: Annotated[int, typer.Option(help="streams served at once; more queue")] = 1024,
+    error_500_rate: Annotated[float, typer.Option(help="share of requests answered HTTP 500")] = 0.0,
+    error_429_rate: Annotated[float, typer.Option(help="share answered HTTP 429")] = 0.0,
+    drop_rate: Annotated[float, typer.Option(help="share whose connection drops mid-stream")] = 0.0,
+    malformed_rate: Annotated[float, typer.Option(help="share with a malformed SSE event")] = 0.0,
+    slow_rate: Annotated[float, typer.Option(help="share whose first byte is held back")] = 0.0,
+    slow_first_byte_ms: Annotated[float, typer.Option(help="hold-back of the slow ones")] = 0.0,
+    seed: Annotated[int, typer.Option(help="seed of the fault draw")] = 0,
+) -> None:
+    """Serve a mock OpenAI-compatible API (/v1/completions, /v1/chat/completions) with set latencies."""
+    from gpuplan.adapters.bench.mock.config import MockConfig
+    from gpuplan.adapters.bench.mock.server import run
+
+    if 0 <= port < 65536:  # out-of-range ports are the config's own error below
+        check_listen_address(host, port)
+    config = MockConfig(
+        host=host,
+        port=port,
+        ttft_ms=ttft_ms,
+        itl_ms=itl_ms,
+        max_concurrency=max_concurrency,
+        error_500_rate=error_500_rate,
+        error_429_rate=error_429_rate,
+        drop_rate=drop_rate,
+        malformed_rate=malformed_rate,
+        slow_rate=slow_rate,
+        slow_first_byte_ms=slow_first_byte_ms,
+        seed=seed,
+    )
+
+    def ready(bound: int) -> None:
+        sys.stdout.write(f"mock server listening on http://{host}:{bound}\n")
+        sys.stdout.flush()
+
+    run(config, ready)

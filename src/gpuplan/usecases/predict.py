@@ -1,0 +1,65 @@
+"""``gpuplan predict``: latency, throughput and cost of one deployment on one workload.
+
+Resolves the scenario's model, GPU and layout (:mod:`gpuplan.usecases.resolve`), makes one
+:func:`gpuplan.core.perf.inference.predict_inference` call and prices the answer. No rendering here.
+"""
+
+from __future__ import annotations
+
+from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.adapters.scenario_files.deployment import ScenarioFile
+from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.cost import usd_per_million_tokens
+from gpuplan.core.errors import UserInputError
+from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.inference import InferencePrediction, predict_inference
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.workload import Workload
+from gpuplan.data.calibration import default_calibration
+from gpuplan.usecases.resolve import check_generation, deployment_gpu, deployment_layout
+
+
+class PredictResult(FrozenModel):
+    """``gpuplan predict`` output."""
+
+    model: str
+    gpu: str
+    layout: Layout
+    workload: Workload
+    prediction: InferencePrediction
+    usd_per_hour: float | None
+    usd_per_million_output_tokens: float | None
+
+
+def predict_from_scenario(
+    sc: ScenarioFile, catalog: Catalog, cal: Calibration | None = None, *, spec: ModelSpec | None = None
+) -> PredictResult:
+    """``predict``: latency and throughput of one deployment on one workload (``spec``: a parsed
+    config.json instead of the lookup of ``sc.model``; ``cal``: default the bundled calibration)."""
+    model, gpu = spec or get_model(sc.model), deployment_gpu(sc, catalog)
+    layout = deployment_layout(sc, model, gpu)
+    workload = sc.workload  # as written: the kind's load, or one request per replica when left out
+    if workload.scenario == "rate" and workload.rate_rps is None:
+        raise UserInputError("workload.scenario 'rate' needs workload.rate_rps", hint="e.g. rate_rps: 5")
+    check_generation(model, sc)
+    prediction = predict_inference(
+        model, gpu, layout, workload, cal=cal or default_calibration(), max_model_len=sc.max_model_len
+    )
+    price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
+    per_hour = price * layout.num_gpus if price else None
+    per_m = (
+        usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=prediction.output_tokens_per_s)
+        if per_hour
+        else None
+    )
+    return PredictResult(
+        model=model.id,
+        gpu=gpu.id,
+        layout=layout,
+        workload=workload,
+        prediction=prediction,
+        usd_per_hour=per_hour,
+        usd_per_million_output_tokens=per_m,
+    )

@@ -1,0 +1,102 @@
+"""A plan holds its Layout but is written, and read back, as the flat keys of the JSON contract
+(docs/json.md): what ``recommend --format json`` wrote before and ``gpuplan k8s render`` reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from gpuplan.core.perf.layout import Layout
+from gpuplan.core.recommend.request import MemoryBreakdownGib, Plan, Recommendation
+
+FLAT_KEYS = ["gpu", "count", "tp", "pp", "replicas", "weight_dtype", "kv_dtype", "concurrency_per_replica"]
+EARLIER_PLAN: dict[str, Any] = {
+    "gpu": "H100-SXM",
+    "count": 4,
+    "tp": 2,
+    "pp": 1,
+    "replicas": 2,
+    "weight_dtype": "fp8",
+    "kv_dtype": "fp8",
+    "concurrency_per_replica": 12.5,
+    "ttft_ms": 180.0,
+    "tpot_ms": 21.0,
+    "output_tokens_per_s": 2560.0,
+    "requests_per_s": 20.0,
+    "usd_per_hour": 12.0,
+    "usd_per_month": 8760.0,
+    "usd_per_million_output_tokens": 1.3,
+    "memory_per_gpu_gib": 60.0,
+    "memory_breakdown_gib": {
+        "weights": 4.0,
+        "kv_cache": 50.0,
+        "activation": 1.0,
+        "overhead": 2.0,
+        "total": 57.0,
+        "capacity": 79.0,
+    },
+    "bound": "memory",
+    "price_source": "example",
+    "calibrated": True,
+    "sized_on": "mean",
+    "ttft_p99_ms": None,
+    "tpot_p99_ms": None,
+    "p99_capacity_rps_per_replica": None,
+}
+"""One plan as ``recommend --format json`` wrote it before plans held a Layout (every key, in order)."""
+
+
+def _plan(layout: Layout) -> Plan:
+    rest = {k: v for k, v in EARLIER_PLAN.items() if k not in FLAT_KEYS[1:7]}
+    rest["memory_breakdown_gib"] = MemoryBreakdownGib(**EARLIER_PLAN["memory_breakdown_gib"])
+    return Plan(**{**rest, "layout": layout})
+
+
+def test_a_plan_is_written_as_the_flat_keys_in_their_order() -> None:
+    plan = _plan(Layout(tp=2, replicas=2, weight_dtype="fp8", engine="sglang"))
+    assert plan.model_dump(mode="json") == EARLIER_PLAN
+    assert list(plan.model_dump(mode="json")) == list(EARLIER_PLAN)  # key order, not only the keys
+    assert plan.model_dump_json() == Plan.model_validate(EARLIER_PLAN).model_dump_json()
+
+
+def test_kv_dtype_is_the_resolved_one() -> None:
+    assert _plan(Layout(tp=2, replicas=2, weight_dtype="int4")).model_dump()["kv_dtype"] == "bf16"
+    assert _plan(Layout(tp=2, replicas=2, weight_dtype="fp8")).model_dump()["kv_dtype"] == "fp8"
+
+
+def test_json_of_earlier_versions_reads_back_into_a_layout() -> None:
+    rec = Recommendation.model_validate(
+        {
+            "model": "m",
+            "objective": "cost",
+            "plans": [EARLIER_PLAN],
+            "rejected": [],
+            "explanation": [],
+            "assumptions": [],
+        }
+    )
+    layout = rec.plans[0].layout
+    assert (layout.tp, layout.pp, layout.replicas, layout.num_gpus) == (2, 1, 2, 4)
+    assert layout.weight_dtype == "fp8" and layout.resolved_kv_dtype == "fp8"
+
+
+def test_a_count_that_is_not_tp_pp_replicas_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"count=8 is not tp x pp x replicas = 2 x 1 x 2"):
+        Plan.model_validate({**EARLIER_PLAN, "count": 8})
+
+
+def test_a_missing_layout_key_is_named() -> None:
+    with pytest.raises(ValidationError) as info:
+        Plan.model_validate({k: v for k, v in EARLIER_PLAN.items() if k != "tp"})
+    assert [e["loc"] for e in info.value.errors()] == [("tp",)]
+
+
+@pytest.mark.parametrize("mode", ["validation", "serialization"])
+def test_the_json_schema_names_the_flat_keys(mode: Any) -> None:
+    schema = Plan.model_json_schema(mode=mode)
+    assert list(schema["properties"]) == list(EARLIER_PLAN)
+    assert schema["required"][: len(FLAT_KEYS)] == FLAT_KEYS
+    assert schema["properties"]["tp"] == {"title": "Tp", "type": "integer"}
+    assert "$defs" not in schema or "Layout" not in schema["$defs"]
