@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.cost import cloud_usd_per_hour, usd_per_million_tokens
+from gpuplan.core.dtypes import BF16, get_dtype
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.layout import Layout
@@ -51,9 +52,9 @@ def _head_divisors(model: ModelSpec) -> list[int]:
 
 def _per_gpu_bytes(model: ModelSpec, dtype: str, tp: int) -> float:
     """Weights plus one token of KV cache on one GPU."""
-    return weight_bytes_per_gpu(model, weight_dtype=dtype, tp=tp).total + kv_bytes_per_token_per_gpu(
-        model, kv_dtype="bf16", tp=tp
-    )
+    return weight_bytes_per_gpu(
+        model, weight_dtype=get_dtype(dtype), tp=tp
+    ).total + kv_bytes_per_token_per_gpu(model, kv_dtype=BF16, tp=tp)
 
 
 @FAST
@@ -64,8 +65,8 @@ def test_memory_per_gpu_never_rises_with_tp(model_id: str, dtype: str, data: st.
     lo = data.draw(st.sampled_from(divisors), label="tp_lo")
     hi = data.draw(st.sampled_from([d for d in divisors if d >= lo]), label="tp_hi")
     assert _per_gpu_bytes(model, dtype, hi) <= _per_gpu_bytes(model, dtype, lo)
-    assert kv_bytes_per_token_per_gpu(model, kv_dtype="bf16", tp=hi) <= kv_bytes_per_token_per_gpu(
-        model, kv_dtype="bf16", tp=lo
+    assert kv_bytes_per_token_per_gpu(model, kv_dtype=BF16, tp=hi) <= kv_bytes_per_token_per_gpu(
+        model, kv_dtype=BF16, tp=lo
     )
 
 

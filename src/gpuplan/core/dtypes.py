@@ -14,7 +14,7 @@ from typing import Literal
 
 from gpuplan.core.errors import UnknownNameError
 
-__all__ = ["DTYPES", "WEIGHT_DTYPE_NAMES", "ComputeKey", "DType", "get_dtype"]
+__all__ = ["BF16", "DTYPES", "FP4", "FP8", "FP32", "WEIGHT_DTYPE_NAMES", "ComputeKey", "DType", "get_dtype"]
 
 ComputeKey = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
 
@@ -30,6 +30,15 @@ class DType:
     fallback_compute_key: ComputeKey
     """Throughput key used when the GPU lacks ``compute_key`` (e.g. FP8 weights on an A100)."""
     note: str
+    kernels_need_ampere: bool = False
+    """Its weight kernels need Ampere (sm80) or newer: native FP8 on Ada/Hopper and FP4 on Blackwell,
+    weight-only Marlin kernels (W8A16, MXFP4) on Ampere (vLLM quantization support table,
+    https://docs.vllm.ai/en/latest/features/quantization/supported_hardware.html). A catalog GPU with
+    no bf16 tensor rate (Volta, Turing) predates them. Set for fp8 and fp4 (NVFP4)."""
+
+    def __str__(self) -> str:
+        """The canonical name, as messages and tables print a dtype."""
+        return self.name
 
 
 def _bits(bits: float) -> float:
@@ -48,6 +57,7 @@ DTYPES: dict[str, DType] = {
             "fp8",
             "fp16",
             "E4M3 with one fp32 scale per 128x128 block (DeepSeek-V3 block FP8); per-tensor is ~1 byte",
+            kernels_need_ampere=True,
         ),
         DType(
             "int8",
@@ -70,7 +80,14 @@ DTYPES: dict[str, DType] = {
             "fp16",
             "QLoRA NF4, block 64, double-quantised scales",
         ),
-        DType("fp4", _bits(4 + 8 / 16), "fp4", "fp8", "NVFP4: E2M1 with one FP8 scale per 16 elements"),
+        DType(
+            "fp4",
+            _bits(4 + 8 / 16),
+            "fp4",
+            "fp8",
+            "NVFP4: E2M1 with one FP8 scale per 16 elements",
+            kernels_need_ampere=True,
+        ),
         DType(
             "mxfp4", _bits(4 + 8 / 32), "fp4", "fp8", "OCP MXFP4: E2M1 with one E8M0 scale per 32 elements"
         ),
@@ -79,6 +96,9 @@ DTYPES: dict[str, DType] = {
 
 WEIGHT_DTYPE_NAMES = tuple(DTYPES)
 """Every storage format a user may name for weights or the KV cache."""
+FP32, BF16, FP8, FP4 = DTYPES["fp32"], DTYPES["bf16"], DTYPES["fp8"], DTYPES["fp4"]
+"""The formats the rules name: the 16-bit default, fp32, and the fp8 KV cache that fp8 and NVFP4
+checkpoints pair with (:attr:`gpuplan.core.perf.layout.Layout.resolved_kv_dtype`)."""
 
 
 def get_dtype(name: str) -> DType:

@@ -86,7 +86,7 @@ def throughput_scaling(
     best: dict[str, str] = {}
     for p in rec.plans:
         if len(best) < SCALING_MAX_GPU_TYPES:
-            best.setdefault(p.gpu, p.layout.weight_dtype)
+            best.setdefault(p.gpu, p.layout.weight_dtype.name)
     points = []
     for gpu, dtype in best.items():
         for count in (c for c in SCALING_GPU_COUNTS if c <= sc.hardware.max_gpus):

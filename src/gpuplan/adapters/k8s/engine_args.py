@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuplan.core.dtypes import FP8
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.perf.layout import Layout
 
@@ -129,9 +130,9 @@ def _vllm_or_sglang(engine: Engine, a: EngineArgs) -> list[str]:
         flags.memory_fraction,
         _memory_fraction(engine, a),
     ]
-    if quant := _quant(engine, layout.weight_dtype):
+    if quant := _quant(engine, layout.weight_dtype.name):
         args += ["--quantization", quant]
-    if layout.resolved_kv_dtype == "fp8":
+    if layout.resolved_kv_dtype == FP8:
         args += ["--kv-cache-dtype", flags.fp8_kv_cache]
     return args
 
@@ -161,6 +162,6 @@ def _tgi(a: EngineArgs) -> list[str]:
         "--cuda-memory-fraction",
         _memory_fraction("tgi", a),
     ]
-    if quant := _quant("tgi", a.layout.weight_dtype):
+    if quant := _quant("tgi", a.layout.weight_dtype.name):
         args += ["--quantize", quant]
     return args

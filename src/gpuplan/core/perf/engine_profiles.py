@@ -33,6 +33,10 @@ class EngineProfile(FrozenModel):
     block_size_tokens: int = Field(ge=1)
     source: str
 
+    def __str__(self) -> str:
+        """The engine's name, as messages, tables and manifests print an engine."""
+        return self.name
+
 
 _SOURCES = {
     "vllm": "https://github.com/vllm-project/vllm/blob/v0.10.1/vllm/engine/arg_utils.py",
@@ -87,6 +91,8 @@ and not an A100). kv_reservation: 'full' = a request reserves KV for prompt + al
 'current' = pages on demand. Each entry names its source."""
 
 _BY_NAME: dict[str, EngineProfile] = {profile.name: profile for profile in ENGINE_PROFILES}
+VLLM = _BY_NAME["vllm"]
+"""The default engine of a layout."""
 
 
 def engines() -> dict[str, EngineProfile]:

@@ -7,16 +7,62 @@ exceed the layer count; EP must divide the routed experts and is drawn from the 
 
 from __future__ import annotations
 
-from pydantic import Field
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
-from gpuplan.core.dtypes import get_dtype
+from pydantic import BeforeValidator, Field, PlainSerializer, PlainValidator
+from pydantic_core import PydanticCustomError
+
+from gpuplan.core.dtypes import BF16, FP4, FP8, FP32, DType, get_dtype
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.engine_profiles import VLLM, EngineName, EngineProfile, get_engine
 
-TRTLLM_ENGINE = "trtllm"
+TRTLLM_ENGINE: EngineName = "trtllm"
 """The engine whose FP4 means NVIDIA ModelOpt NVFP4 checkpoints (see :meth:`Layout.resolved_kv_dtype`)."""
+
+_Named = TypeVar("_Named", DType, EngineProfile)
+
+
+def _by_name(value: object, kind: type[_Named], lookup: Callable[[str], _Named]) -> _Named:
+    """``value`` if it is a ``kind`` already, else the one its name looks up; an unknown name raises
+    the lookup's :class:`UnknownNameError`, anything else the error of a ``str`` field."""
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, str):
+        return lookup(value)
+    raise PydanticCustomError("string_type", "Input should be a valid string")
+
+
+def _dtype_by_name(value: object) -> DType:
+    return _by_name(value, DType, get_dtype)
+
+
+def _engine_by_name(value: object) -> EngineProfile:
+    return _by_name(value, EngineProfile, get_engine)
+
+
+def _none_when_empty(value: object) -> object:
+    return None if value == "" else value
+
+
+def _name(value: DType | EngineProfile) -> str:
+    return value.name
+
+
+# A plain validator (not a before one): like the str fields these were, a field takes a name only (or
+# the object itself), never a dict of the object's fields.
+_AS_NAME = PlainSerializer(_name, return_type=str)
+DTypeByName = Annotated[DType, PlainValidator(_dtype_by_name, json_schema_input_type=str), _AS_NAME]
+"""A dtype field: given by any name :func:`get_dtype` takes, written (and in JSON schemas) as the
+canonical name."""
+KvDTypeByName = Annotated[DTypeByName | None, BeforeValidator(_none_when_empty)]
+"""An optional dtype field: None (or an empty name) means "follow the weights"."""
+EngineByName = Annotated[EngineProfile, PlainValidator(_engine_by_name, json_schema_input_type=str), _AS_NAME]
+"""An engine field: given by any name :func:`get_engine` takes, written (and in JSON schemas) as
+the profile's name."""
 
 
 class Layout(FrozenModel):
@@ -26,9 +72,10 @@ class Layout(FrozenModel):
     pp: int = Field(default=1, ge=1, le=1024)
     ep: int = Field(default=1, ge=1, le=1024, description="expert-parallel degree (1 = experts split by TP)")
     replicas: int = Field(default=1, ge=1, le=100_000)
-    weight_dtype: str = "bf16"
-    kv_dtype: str | None = Field(default=None, description="None = same as the 16-bit compute dtype")
-    engine: str = "vllm"
+    # The schema's default is the name (pydantic would write a validation-mode default field by field).
+    weight_dtype: DTypeByName = Field(default=BF16, json_schema_extra={"default": BF16.name})
+    kv_dtype: KvDTypeByName = Field(default=None, description="None = same as the 16-bit compute dtype")
+    engine: EngineByName = Field(default=VLLM, json_schema_extra={"default": VLLM.name})
     engine_version: str | None = Field(default=None, description="e.g. '0.10.1'; 'v0' for vLLM's V0 engine")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
 
@@ -50,19 +97,19 @@ class Layout(FrozenModel):
         return self.model_copy(update={"replicas": replicas})
 
     @property
-    def resolved_kv_dtype(self) -> str:
+    def resolved_kv_dtype(self) -> DType:
         """KV dtype: explicit, else fp8 for fp8 weights (engines pair them), fp32 for fp32, else 16-bit.
 
         FP4 on TensorRT-LLM means an NVIDIA ModelOpt NVFP4 checkpoint, whose ``hf_quant_config.json``
         sets ``kv_cache_quant_algo: FP8``, so its KV cache is fp8. Other FP4 (MXFP4, e.g. gpt-oss) and
         INT4 checkpoints keep a 16-bit KV cache unless told otherwise (vLLM ``kv_cache_dtype=auto``).
         """
-        if self.kv_dtype:
-            return get_dtype(self.kv_dtype).name
-        weight = get_dtype(self.weight_dtype).name
-        if weight == "fp8" or (weight == "fp4" and self.engine == TRTLLM_ENGINE):
-            return "fp8"
-        return "fp32" if weight == "fp32" else "bf16"
+        if self.kv_dtype is not None:
+            return self.kv_dtype
+        weight = self.weight_dtype
+        if weight == FP8 or (weight == FP4 and self.engine.name == TRTLLM_ENGINE):
+            return FP8
+        return FP32 if weight == FP32 else BF16
 
 
 def split_gpus(count: int, tp: int | None, pp: int, *, field: str) -> tuple[int, int]:
@@ -80,7 +127,6 @@ def split_gpus(count: int, tp: int | None, pp: int, *, field: str) -> tuple[int,
 
 def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
     """Raise UserInputError naming the rule a layout breaks; return None when it is valid."""
-    get_dtype(layout.weight_dtype)
     heads = model.num_attention_heads
     if heads is not None and heads % layout.tp != 0:
         divisors = [d for d in range(1, heads + 1) if heads % d == 0 and d <= 64]
@@ -112,15 +158,10 @@ def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
         )
 
 
-EIGHT_BIT_FLOAT_OR_LESS = ("fp8", "fp4")
-"""Weight formats whose kernels need Ampere (sm80) or newer: native FP8 on Ada/Hopper and FP4 on
-Blackwell, weight-only Marlin kernels (W8A16, MXFP4) on Ampere (vLLM quantization support table,
-https://docs.vllm.ai/en/latest/features/quantization/supported_hardware.html). A catalog GPU with no
-bf16 tensor rate (Volta, Turing) predates them."""
-
-
 def _check_dtype_support(gpu: GpuSpec, layout: Layout) -> None:
-    if layout.weight_dtype in EIGHT_BIT_FLOAT_OR_LESS and gpu.dense_tflops.bf16 is None:
+    """Weights whose kernels need Ampere (``DType.kernels_need_ampere``) on a GPU without a bf16
+    tensor rate (Volta, Turing) raise UserInputError."""
+    if layout.weight_dtype.kernels_need_ampere and gpu.dense_tflops.bf16 is None:
         raise UserInputError(
             f"{layout.weight_dtype} weights need an Ampere-or-newer GPU; {gpu.id} has no kernels for them",
             hint="use int8/int4 (AWQ, GPTQ) or fp16 weights on this GPU",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.core.dtypes import get_dtype
+from gpuplan.core.dtypes import FP32, DType
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model import arith
@@ -21,7 +21,6 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import (
     EngineProfile,
     batching_limits,
-    get_engine,
     is_vllm_v0,
     vllm_v0_batched_tokens,
     window_aware,
@@ -90,7 +89,7 @@ def _has_gddr_ecc(gpu: GpuSpec) -> bool:
 
 
 def weight_bytes_per_gpu(
-    model: ModelSpec, *, weight_dtype: str, tp: int, pp: int = 1, ep: int = 1
+    model: ModelSpec, *, weight_dtype: DType, tp: int, pp: int = 1, ep: int = 1
 ) -> WeightBytes:
     """Weight bytes on one GPU: linears in ``weight_dtype``, embeddings and LM head in 16 bits.
 
@@ -101,19 +100,18 @@ def weight_bytes_per_gpu(
     ``quantization_config.modules_to_not_convert``.
     """
     counts = arith.param_counts(model)
-    dtype = get_dtype(weight_dtype)
-    embed_elem = 4.0 if dtype.name == "fp32" else SIXTEEN_BIT
+    embed_elem = FP32.bytes_per_element if weight_dtype == FP32 else SIXTEEN_BIT
     routed = counts.expert_params_per_expert_per_layer * (
         model.moe.num_experts * model.moe.num_moe_layers if model.moe else 0
     )
     dense = counts.total - counts.embedding - counts.lm_head - routed
-    dense_elem = dtype.bytes_per_element
-    if model.model_type == "gpt_oss" and dtype.compute_key == "fp4":
+    dense_elem = weight_dtype.bytes_per_element
+    if model.model_type == "gpt_oss" and weight_dtype.compute_key == "fp4":
         dense_elem = SIXTEEN_BIT
     embed_end = max(counts.embedding, counts.lm_head) if pp > 1 else counts.embedding + counts.lm_head
     embeddings = embed_end * embed_elem / tp
     dense_b = dense * dense_elem / (tp * pp)
-    routed_b = routed * dtype.bytes_per_element / (max(tp, ep) * pp)
+    routed_b = routed * weight_dtype.bytes_per_element / (max(tp, ep) * pp)
     return WeightBytes(
         total=dense_b + routed_b + embeddings,
         dense_linear=dense_b,
@@ -131,18 +129,18 @@ def kv_shard(model: ModelSpec, *, tp: int) -> int:
     return min(tp, kv_heads)
 
 
-def kv_bytes_per_token_per_gpu(model: ModelSpec, *, kv_dtype: str, tp: int, pp: int = 1) -> float:
+def kv_bytes_per_token_per_gpu(model: ModelSpec, *, kv_dtype: DType, tp: int, pp: int = 1) -> float:
     """KV bytes one token costs on one GPU, ignoring sliding windows (the page cost while it is live)."""
     elements = arith.kv_elements_per_token(model)
-    return elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
+    return elements * kv_dtype.bytes_per_element / (kv_shard(model, tp=tp) * pp)
 
 
 def kv_bytes_for_sequence_per_gpu(
-    model: ModelSpec, *, tokens: int, kv_dtype: str, tp: int, pp: int = 1
+    model: ModelSpec, *, tokens: int, kv_dtype: DType, tp: int, pp: int = 1
 ) -> float:
     """KV bytes a sequence of ``tokens`` holds on one GPU, sliding windows applied per layer group."""
     elements = arith.kv_elements_for_sequence(model, tokens=tokens)
-    return elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
+    return elements * kv_dtype.bytes_per_element / (kv_shard(model, tp=tp) * pp)
 
 
 def activation_peak_bytes(model: ModelSpec, *, batched_tokens: int, max_seqs: int, tp: int) -> float:
@@ -175,7 +173,7 @@ def runtime_overhead_bytes(*, engine: EngineProfile, tp: int, pp: int) -> float:
 
 
 def kv_bytes_per_sequence_at_len(
-    model: ModelSpec, *, tokens: int, kv_dtype: str, tp: int, pp: int, chunk_tokens: int, windows: bool
+    model: ModelSpec, *, tokens: int, kv_dtype: DType, tp: int, pp: int, chunk_tokens: int, windows: bool
 ) -> float:
     """KV bytes the engine sets aside for one request of ``tokens`` on one GPU.
 
@@ -189,7 +187,7 @@ def kv_bytes_per_sequence_at_len(
         if windows and group.window_tokens:
             held = min(tokens, group.window_tokens - 1 + chunk_tokens)
         elements += group.num_layers * group.elements_per_token_per_layer * held
-    kv = elements * get_dtype(kv_dtype).bytes_per_element / (kv_shard(model, tp=tp) * pp)
+    kv = elements * kv_dtype.bytes_per_element / (kv_shard(model, tp=tp) * pp)
     return kv + recurrent_state_bytes_per_gpu(model, tp=tp, pp=pp)
 
 
@@ -206,7 +204,7 @@ def inference_memory(
     ``kv_tokens`` is the pool divided by every layer's per-token cost (what vLLM prints as "GPU KV
     cache size"); ``max_concurrency`` divides the pool by what one full-length request holds.
     """
-    engine = get_engine(layout.engine)
+    engine = layout.engine
     usable = usable_memory_bytes(gpu)
     util = layout.gpu_memory_utilization or engine.default_memory_utilization
     max_seqs, batched = batching_limits(engine, usable_gib=usable / GIB, gpu_id=gpu.id)

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from gpuplan.core.calibration.serving import Calibration
-from gpuplan.core.dtypes import get_dtype
+from gpuplan.core.dtypes import DType
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, get_engine
+from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import (
     kv_bytes_for_sequence_per_gpu,
@@ -50,10 +50,9 @@ ALLREDUCES_PER_LAYER = 2
 """Megatron TP: one all-reduce after attention, one after the MLP (Shoeybi et al. 2019, §3)."""
 
 
-def compute_peak_flops(gpu: GpuSpec, weight_dtype: str) -> tuple[float, bool]:
+def compute_peak_flops(gpu: GpuSpec, weight_dtype: DType) -> tuple[float, bool]:
     """Dense peak (FLOP/s) of the GEMM path for ``weight_dtype`` and whether it is a low-precision path."""
-    dtype = get_dtype(weight_dtype)
-    for key in (dtype.compute_key, dtype.fallback_compute_key, "fp16"):
+    for key in (weight_dtype.compute_key, weight_dtype.fallback_compute_key, "fp16"):
         value = gpu.tflops(key)
         if value is not None:
             return value * TFLOPS, key in LOW_PRECISION_KEYS
@@ -116,7 +115,7 @@ class StepModel:
     bytes_per_s: float
     dense_weight_bytes: float
     routed_weight_bytes: float
-    kv_dtype: str
+    kv_dtype: DType
     allreduce_s_per_byte: float
     allreduce_latency_s: float
     overhead_s: float
@@ -133,10 +132,10 @@ class StepModel:
 
     @classmethod
     def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, cal: Calibration) -> StepModel:
-        engine = get_engine(layout.engine)
+        engine = layout.engine
         max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
-        eng = cal.engine(layout.engine)
+        eng = cal.engine(engine.name)
         power = power_cap(gpu, cal.power_limit_exponent)
         eta_c = cal.compute(gpu.family) * eng * power * (cal.low_precision_compute_scale if low else 1.0)
         weights = weight_bytes_per_gpu(
@@ -158,7 +157,7 @@ class StepModel:
             kv_dtype=layout.resolved_kv_dtype,
             allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
             allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
-            overhead_s=cal.overhead(layout.engine),
+            overhead_s=cal.overhead(engine.name),
             prefill_launch_s=cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
             lm_head_flops_per_token=arith.lm_head_flops_per_token(model),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuplan.core.cost import OwnershipAssumptions, break_even_months
+from gpuplan.core.dtypes import BF16, FP8
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import weight_bytes_per_gpu
@@ -93,8 +94,8 @@ def _winner(p: Plan, target: Workload, sla: Sla) -> str:
 
 def _size(model: ModelSpec) -> str:
     counts = arith.param_counts(model)
-    bf16 = weight_bytes_per_gpu(model, weight_dtype="bf16", tp=1).total / GIB
-    fp8 = weight_bytes_per_gpu(model, weight_dtype="fp8", tp=1).total / GIB
+    bf16 = weight_bytes_per_gpu(model, weight_dtype=BF16, tp=1).total / GIB
+    fp8 = weight_bytes_per_gpu(model, weight_dtype=FP8, tp=1).total / GIB
     active = f", {counts.active / 1e9:.1f}B active per token" if counts.active < counts.total else ""
     return (
         f"Model size: {model.id} has {counts.total / 1e9:.1f}B parameters{active}; weights need "

@@ -87,9 +87,10 @@ class PlanLayoutKeys(FrozenModel):
 
     @classmethod
     def of(cls, layout: Layout) -> PlanLayoutKeys:
-        """The keys of ``layout``: its fields of the same names, all its GPUs, its resolved KV dtype."""
+        """The keys of ``layout``: its fields of the same names (dtypes by name), all its GPUs, the
+        name of its resolved KV dtype."""
         same = layout.model_dump(include={"tp", "pp", "replicas", "weight_dtype"})
-        return cls(count=layout.num_gpus, kv_dtype=layout.resolved_kv_dtype, **same)
+        return cls(count=layout.num_gpus, kv_dtype=layout.resolved_kv_dtype.name, **same)
 
     def to_layout(self) -> Layout:
         """The layout these keys describe (its engine is not in them: the default)."""

@@ -19,6 +19,7 @@ from gpuplan.adapters.k8s.inventory import build_inventory
 from gpuplan.adapters.k8s.manifests import render
 from gpuplan.adapters.k8s.pools import PoolDeployment
 from gpuplan.adapters.k8s.validate import restricted_violations
+from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.errors import UnknownNameError, UserInputError
 from gpuplan.core.perf.layout import Layout
 from gpuplan.usecases.deploy import dump
@@ -170,10 +171,12 @@ def test_engine_args_follow_the_plan() -> None:
     assert share[share.index("--gpu-memory-utilization") + 1] == "0.8"
     with pytest.raises(UserInputError, match="TGI has no pipeline parallelism"):
         command("tgi", a)
-    tgi = command("tgi", replace(a, layout=layout.model_copy(update={"pp": 1, "weight_dtype": "int4"})))
+    tgi = command(
+        "tgi", replace(a, layout=layout.model_copy(update={"pp": 1, "weight_dtype": get_dtype("int4")}))
+    )
     assert tgi[tgi.index("--num-shard") + 1] == "2" and tgi[tgi.index("--quantize") + 1] == "awq"
     with pytest.raises(UserInputError, match="no flag for nf4"):
-        command("vllm", replace(a, layout=layout.model_copy(update={"weight_dtype": "nf4"})))
+        command("vllm", replace(a, layout=layout.model_copy(update={"weight_dtype": get_dtype("nf4")})))
 
 
 def test_product_labels_round_trip() -> None:

@@ -44,7 +44,7 @@ def test_llama8b_param_count_is_the_published_one(llama8b: ModelSpec) -> None:
 
 def test_llama8b_bf16_weights(llama8b: ModelSpec) -> None:
     # 8,030,261,248 params x 2 bytes = 16,060,522,496 bytes (14.96 GiB).
-    w = weight_bytes_per_gpu(llama8b, weight_dtype="bf16", tp=1)
+    w = weight_bytes_per_gpu(llama8b, weight_dtype=get_dtype("bf16"), tp=1)
     assert w.total == LLAMA_8B_PARAMS * 2 == 16_060_522_496
     assert w.embeddings == 2 * LLAMA_8B_EMBED * 2
     assert w.routed_experts == 0
@@ -52,8 +52,8 @@ def test_llama8b_bf16_weights(llama8b: ModelSpec) -> None:
 
 
 def test_tp2_halves_the_weights(llama8b: ModelSpec) -> None:
-    one = weight_bytes_per_gpu(llama8b, weight_dtype="bf16", tp=1)
-    two = weight_bytes_per_gpu(llama8b, weight_dtype="bf16", tp=2)
+    one = weight_bytes_per_gpu(llama8b, weight_dtype=get_dtype("bf16"), tp=1)
+    two = weight_bytes_per_gpu(llama8b, weight_dtype=get_dtype("bf16"), tp=2)
     assert two.total == LLAMA_8B_PARAMS * 2 / 2
     assert two.embeddings == one.embeddings / 2
 
@@ -64,7 +64,7 @@ def test_fp8_weights_keep_embeddings_in_16_bits(llama8b: ModelSpec) -> None:
     assert linears == 6_979_588_096
     fp8 = (8 + 32 / (128 * 128)) / 8  # 1.000244 bytes: one fp32 scale per 128x128 block
     expected = linears * fp8 + (counts.embedding + counts.lm_head) * 2
-    w = weight_bytes_per_gpu(llama8b, weight_dtype="fp8", tp=1)
+    w = weight_bytes_per_gpu(llama8b, weight_dtype=get_dtype("fp8"), tp=1)
     assert w.total == pytest.approx(expected, rel=1e-12)
     # ~ linears at 1 byte + 2 x 525M x 2 bytes = 9.08e9, about 57 % of bf16 (not 50 %).
     assert w.total == pytest.approx(linears * 1 + 2 * LLAMA_8B_EMBED * 2, rel=1e-3)
@@ -75,7 +75,7 @@ def test_int4_weights(llama8b: ModelSpec) -> None:
     counts = param_counts(llama8b)
     linears = counts.total - counts.embedding - counts.lm_head
     expected = linears * (4 + 20 / 128) / 8 + 2 * LLAMA_8B_EMBED * 2
-    assert weight_bytes_per_gpu(llama8b, weight_dtype="int4", tp=1).total == pytest.approx(
+    assert weight_bytes_per_gpu(llama8b, weight_dtype=get_dtype("int4"), tp=1).total == pytest.approx(
         expected, rel=1e-12
     )
 
@@ -84,14 +84,14 @@ def test_pp_splits_blocks_and_keeps_one_end_embedding(llama8b: ModelSpec) -> Non
     # PP2: linears split in two; the heavier end stage holds one of embedding / LM head (525M x 2 bytes).
     counts = param_counts(llama8b)
     linears = counts.total - counts.embedding - counts.lm_head
-    w = weight_bytes_per_gpu(llama8b, weight_dtype="bf16", tp=1, pp=2)
+    w = weight_bytes_per_gpu(llama8b, weight_dtype=get_dtype("bf16"), tp=1, pp=2)
     assert w.total == linears * 2 / 2 + LLAMA_8B_EMBED * 2
 
 
 def test_moe_experts_split_over_ep() -> None:
     mixtral = get_model("mistralai/Mixtral-8x7B-v0.1")
-    tp2 = weight_bytes_per_gpu(mixtral, weight_dtype="bf16", tp=2)
-    ep8 = weight_bytes_per_gpu(mixtral, weight_dtype="bf16", tp=2, ep=8)
+    tp2 = weight_bytes_per_gpu(mixtral, weight_dtype=get_dtype("bf16"), tp=2)
+    ep8 = weight_bytes_per_gpu(mixtral, weight_dtype=get_dtype("bf16"), tp=2, ep=8)
     assert ep8.routed_experts == pytest.approx(tp2.routed_experts * 2 / 8)
     assert ep8.dense_linear == tp2.dense_linear
 
@@ -111,30 +111,36 @@ def test_moe_experts_split_over_ep() -> None:
     ],
 )
 def test_llama8b_kv_bytes_per_token_per_gpu(llama8b: ModelSpec, tp: int, expected: int) -> None:
-    assert kv_bytes_per_token_per_gpu(llama8b, kv_dtype="bf16", tp=tp) == expected
+    assert kv_bytes_per_token_per_gpu(llama8b, kv_dtype=get_dtype("bf16"), tp=tp) == expected
 
 
 def test_kv_fp8_halves_bf16(llama8b: ModelSpec) -> None:
     fp8 = get_dtype("fp8").bytes_per_element
-    assert kv_bytes_per_token_per_gpu(llama8b, kv_dtype="fp8", tp=1) == pytest.approx(65_536 * fp8)
+    assert kv_bytes_per_token_per_gpu(llama8b, kv_dtype=get_dtype("fp8"), tp=1) == pytest.approx(65_536 * fp8)
 
 
 def test_kv_pp_splits_layers(llama8b: ModelSpec) -> None:
-    assert kv_bytes_per_token_per_gpu(llama8b, kv_dtype="bf16", tp=1, pp=4) == 131_072 / 4
+    assert kv_bytes_per_token_per_gpu(llama8b, kv_dtype=get_dtype("bf16"), tp=1, pp=4) == 131_072 / 4
 
 
 @pytest.mark.parametrize("tp", [1, 2, 8])
 def test_mla_latent_is_not_sharded_by_tp(tp: int) -> None:
     ds = get_model("deepseek-ai/DeepSeek-V3")
     # 61 layers x (kv_lora 512 + rope 64) x 2 bytes = 70,272 bytes on every rank.
-    assert kv_bytes_per_token_per_gpu(ds, kv_dtype="bf16", tp=tp) == 61 * 576 * 2 == 70_272
+    assert kv_bytes_per_token_per_gpu(ds, kv_dtype=get_dtype("bf16"), tp=tp) == 61 * 576 * 2 == 70_272
 
 
 def test_sliding_window_caps_sequence_kv() -> None:
     mistral = get_model("mistralai/Mistral-7B-v0.1")
     # 32 layers x 2 x 8 KV heads x 128 x 2 bytes = 131,072 B/token; window 4096 caps a 10k sequence.
-    assert kv_bytes_for_sequence_per_gpu(mistral, tokens=10_000, kv_dtype="bf16", tp=1) == 131_072 * 4096
-    assert kv_bytes_for_sequence_per_gpu(mistral, tokens=1000, kv_dtype="bf16", tp=1) == 131_072 * 1000
+    assert (
+        kv_bytes_for_sequence_per_gpu(mistral, tokens=10_000, kv_dtype=get_dtype("bf16"), tp=1)
+        == 131_072 * 4096
+    )
+    assert (
+        kv_bytes_for_sequence_per_gpu(mistral, tokens=1000, kv_dtype=get_dtype("bf16"), tp=1)
+        == 131_072 * 1000
+    )
 
 
 # --- usable memory -------------------------------------------------------------------------------
@@ -283,7 +289,7 @@ def test_v0_2048_token_profile_number(llama8b: ModelSpec, h100: GpuSpec) -> None
 def test_default_kv_dtype_follows_the_checkpoint_convention(
     weights: str, engine: str, explicit: str | None, kv: str
 ) -> None:
-    assert Layout(weight_dtype=weights, engine=engine, kv_dtype=explicit).resolved_kv_dtype == kv
+    assert Layout(weight_dtype=weights, engine=engine, kv_dtype=explicit).resolved_kv_dtype == get_dtype(kv)
 
 
 def test_mamba_state_is_a_fixed_per_sequence_cost(h100: GpuSpec) -> None:
@@ -293,12 +299,12 @@ def test_mamba_state_is_a_fixed_per_sequence_cost(h100: GpuSpec) -> None:
     per_sequence = 23 * (64 * 64 * 128 * 4 + 6144 * 3 * 2)
     assert nano.recurrent_state_bytes == per_sequence == pytest.approx(46.81 * 2**20, rel=1e-4)
     short = kv_bytes_per_sequence_at_len(
-        nano, tokens=1, kv_dtype="bf16", tp=2, pp=1, chunk_tokens=2048, windows=True
+        nano, tokens=1, kv_dtype=get_dtype("bf16"), tp=2, pp=1, chunk_tokens=2048, windows=True
     )
     assert short > per_sequence / 2  # one token already carries the whole (TP-split) state
     mem = inference_memory(nano, h100, Layout(), max_model_len=2048)
     per_request = kv_bytes_per_sequence_at_len(
-        nano, tokens=2048, kv_dtype="bf16", tp=1, pp=1, chunk_tokens=2048, windows=True
+        nano, tokens=2048, kv_dtype=get_dtype("bf16"), tp=1, pp=1, chunk_tokens=2048, windows=True
     )
     assert mem.max_concurrency == pytest.approx(mem.kv_pool_bytes / per_request)
     assert mem.max_concurrency < mem.kv_pool_bytes / per_sequence  # far fewer than the KV alone would allow

@@ -79,7 +79,7 @@ def test_json_of_earlier_versions_reads_back_into_a_layout() -> None:
     )
     layout = rec.plans[0].layout
     assert (layout.tp, layout.pp, layout.replicas, layout.num_gpus) == (2, 1, 2, 4)
-    assert layout.weight_dtype == "fp8" and layout.resolved_kv_dtype == "fp8"
+    assert layout.weight_dtype.name == "fp8" and layout.resolved_kv_dtype.name == "fp8"
 
 
 def test_a_count_that_is_not_tp_pp_replicas_is_refused() -> None:

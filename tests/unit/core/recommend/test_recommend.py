@@ -67,7 +67,7 @@ def test_each_plan_meets_sla_and_load(rec: Recommendation, offers: list[GpuOffer
     price = {o.gpu.id: o.usd_per_gpu_hour for o in offers}
     for p in rec.plans:
         assert p.tpot_ms <= 50.0
-        assert p.layout.engine == "vllm" and p.layout.weight_dtype in SearchSpace().weight_dtypes
+        assert p.layout.engine.name == "vllm" and p.layout.weight_dtype.name in SearchSpace().weight_dtypes
         # The target load is served in full: 5 req/s x 128 tokens = 640 tokens/s.
         assert p.requests_per_s == pytest.approx(5.0)
         assert p.output_tokens_per_s == pytest.approx(640.0)
@@ -227,7 +227,7 @@ def test_pre_ampere_gpus_get_no_fp8_or_fp4_plans(llama8b: ModelSpec) -> None:
     space = SearchSpace(weight_dtypes=("fp8", "fp4", "int4"))
     light = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=0.5)
     rec = recommend(llama8b, offers, light, sla=Sla(), space=space, cal=CAL)
-    assert rec.plans and {p.layout.weight_dtype for p in rec.plans} == {"int4"}
+    assert rec.plans and {p.layout.weight_dtype.name for p in rec.plans} == {"int4"}
 
 
 def test_a_rate_below_the_model_floor_is_priced_at_the_rate_asked(llama8b: ModelSpec) -> None:
