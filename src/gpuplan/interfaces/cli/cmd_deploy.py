@@ -14,7 +14,7 @@ from gpuplan.adapters.k8s.inventory import ClusterInventory
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.fleet.planner import FleetPlan
 from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
-from gpuplan.interfaces.cli.render import console, emit_json, lines, table
+from gpuplan.interfaces.cli.render import console, json_or_table, lines, table
 from gpuplan.usecases.fleet import load_fleet, plan_from_spec
 
 __all__ = ["app"]
@@ -43,13 +43,11 @@ def fleet_cmd(
     """Cheapest set of GPU pools and routing of classes that meets every class's SLA."""
     f = fmt(format)
     result = plan_from_spec(load_fleet(fleet), catalog_from(catalog), inventory=inventory)
-    if f == "json":
-        emit_json(result)
-        return
-    _fleet_table(result)
+    _fleet_view(result, f)
 
 
-def _fleet_table(r: FleetPlan) -> None:
+@json_or_table
+def _fleet_view(r: FleetPlan) -> None:
     table(
         f"Fleet {r.name} ({r.engine}; {r.search})",
         ["pool", "gpu", "tier", "units", "owned", "tp", "repl", "dtype", "req/s", "util", "$/month"],
@@ -136,13 +134,11 @@ def inventory_cmd(
 
     f = fmt(format)
     inv = read_inventory(api_client(kubeconfig, context), catalog_from(catalog))
-    if f == "json":
-        emit_json(inv)
-        return
-    _inventory_table(inv)
+    _inventory_view(inv, f)
 
 
-def _inventory_table(inv: ClusterInventory) -> None:
+@json_or_table
+def _inventory_view(inv: ClusterInventory) -> None:
     table(
         f"GPU nodes of {inv.server}",
         ["node", "product", "gpu", "mig", "alloc", "used", "gpuplan"],

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -37,6 +37,22 @@ def emit_json(obj: BaseModel | dict[str, Any] | list[Any]) -> None:
     """Stable JSON on stdout (pydantic field names, no rich markup)."""
     data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
     sys.stdout.write(json.dumps(finite(data), indent=2, allow_nan=False, default=str) + "\n")
+
+
+_ResultT = TypeVar("_ResultT", bound=BaseModel)
+
+
+def json_or_table(draw: Callable[[_ResultT], None]) -> Callable[[_ResultT, str], None]:
+    """A view of one result: the documented JSON for ``--format json``, else ``draw``'s tables."""
+
+    def view(result: _ResultT, f: str) -> None:
+        if f == "json":
+            emit_json(result)
+        else:
+            draw(result)
+
+    view.__doc__ = draw.__doc__
+    return view
 
 
 def error(message: str) -> None:

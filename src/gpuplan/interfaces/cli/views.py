@@ -11,7 +11,7 @@ from gpuplan.core.dtypes import DTYPES
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
-from gpuplan.interfaces.cli.render import console, emit_json, lines, table
+from gpuplan.interfaces.cli.render import console, emit_json, json_or_table, lines, table
 from gpuplan.usecases.fit import FitResult
 from gpuplan.usecases.predict import PredictResult
 from gpuplan.usecases.validation.report import ValidationReport
@@ -103,10 +103,8 @@ def models(summaries: Sequence[ModelSummary], f: Format) -> None:
     )
 
 
-def fit(r: FitResult, f: Format) -> None:
-    if f == "json":
-        emit_json(r)
-        return
+@json_or_table
+def fit(r: FitResult) -> None:
     m = r.memory
     table(
         f"{r.model} on {r.layout.tp * r.layout.pp}x {r.gpu} ({r.layout.weight_dtype}, {r.layout.engine}) - per GPU",
@@ -128,10 +126,8 @@ def fit(r: FitResult, f: Format) -> None:
     )
 
 
-def predict(r: PredictResult, f: Format) -> None:
-    if f == "json":
-        emit_json(r)
-        return
+@json_or_table
+def predict(r: PredictResult) -> None:
     p = r.prediction
     table(
         f"{r.model} on {p.num_gpus}x {r.gpu} (tp={r.layout.tp} pp={r.layout.pp} x{r.layout.replicas}, "
@@ -152,10 +148,8 @@ def predict(r: PredictResult, f: Format) -> None:
     )
 
 
-def recommendation(r: Recommendation, f: Format) -> None:
-    if f == "json":
-        emit_json(r)
-        return
+@json_or_table
+def recommendation(r: Recommendation) -> None:
     tail = any(p.sized_on == "p99" for p in r.plans)
     latency = ["P99 TTFT", "P99 TPOT"] if tail else ["TTFT ms", "TPOT ms"]
     table(
@@ -197,10 +191,8 @@ def recommendation(r: Recommendation, f: Format) -> None:
     lines(r.assumptions, title="Assumptions")
 
 
-def validation(r: ValidationReport, f: Format) -> None:
-    if f == "json":
-        emit_json(r)
-        return
+@json_or_table
+def validation(r: ValidationReport) -> None:
     s = r.summary
     rows = [
         (m, st.n, _pct(st.median_ape), _pct(st.mape), _pct(st.p90_ape), _grade(st.median_ape))
@@ -236,10 +228,8 @@ def _grade(median: float | None) -> str:
     return "good" if median <= 0.1 else "fair" if median <= 0.2 else "rough" if median <= 0.4 else "poor"
 
 
-def cross_validation(r: CrossValidation, f: Format) -> None:
-    if f == "json":
-        emit_json(r)
-        return
+@json_or_table
+def cross_validation(r: CrossValidation) -> None:
     table(
         f"Held-out error, leaving one {r.by} out at a time (refit on the rest)",
         ["group", "rows", "median APE", "MAPE", "p90 APE"],
