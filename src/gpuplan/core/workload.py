@@ -20,7 +20,7 @@ validation data's decode-speed rows have none), whole numbers of requests in fli
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import (
     Field,
@@ -117,11 +117,11 @@ class Workload(FiniteModel):
     @model_validator(mode="wrap")
     @classmethod
     def _load_of_kind(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Workload], info: ValidationInfo
-    ) -> Workload:
+        cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo
+    ) -> Self:
         """Exactly the kind's load, unless as written; a Workload given where one is expected (a field of
         another model) was checked when it was built, as written or not."""
-        if isinstance(data, Workload):
+        if isinstance(data, cls):
             return data
         workload = handler(data)
         problem = None if _written(info) else workload.load_problem()
