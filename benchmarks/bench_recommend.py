@@ -15,7 +15,7 @@ from gpuplan.core.recommend.request import SearchSpace
 from gpuplan.core.recommend.search import candidate_layouts, search
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases import resolve
 
 REPEATS = 5

@@ -17,7 +17,7 @@ from gpuplan.core.sim.capacity import offline_requests_per_s
 from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 
 REQUESTS = 10_000
 LOAD = 0.8

@@ -19,7 +19,7 @@ from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import simulate
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 from gpuplan.core.workload import Workload
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 
 REQUESTS_PER_CLIENT = 30
 WARMUP_FRACTION = 0.2

@@ -17,7 +17,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
 from gpuplan.core.perf.roofline import StepModel
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 
 FAST = settings(max_examples=40, deadline=None)
 

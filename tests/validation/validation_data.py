@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.validation import validate_file
 from gpuplan.usecases.validation.report import ValidationReport
 

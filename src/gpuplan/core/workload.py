@@ -116,9 +116,7 @@ class Workload(FiniteModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _load_of_kind(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo
-    ) -> Self:
+    def _load_of_kind(cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo) -> Self:
         """Exactly the kind's load, unless as written; a Workload given where one is expected (a field of
         another model) was checked when it was built, as written or not."""
         if isinstance(data, cls):

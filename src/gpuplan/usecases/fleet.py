@@ -19,7 +19,7 @@ from gpuplan.core.fleet.planner import FleetPlan, TrainingAllocation, plan_fleet
 from gpuplan.core.fleet.pool_units import MIG_SEPARATOR, PoolUnit, mig_unit, parse_mig_ref, whole_gpu_unit
 from gpuplan.core.fleet.spec import FleetSpec, InventoryItem
 from gpuplan.core.recommend.request import GpuOffer
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.resolve import offers
 
 

@@ -17,7 +17,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import InferencePrediction, predict_inference
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.workload import Workload
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.resolve import check_generation, deployment_gpu, deployment_layout
 
 

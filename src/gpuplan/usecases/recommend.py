@@ -21,7 +21,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.recommend import recommend
 from gpuplan.core.recommend.request import Recommendation, SearchSpace
 from gpuplan.core.sim.simulator import Progress
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.predict import predict_from_scenario
 from gpuplan.usecases.resolve import check_generation, offers
 

@@ -22,7 +22,7 @@ from gpuplan.core.sim.capacity import CapacityResult, max_rate_under_slo
 from gpuplan.core.sim.metrics import SimSummary, summarise
 from gpuplan.core.sim.simulator import Progress, SimResult, simulate
 from gpuplan.core.sim.workload import LengthDist, Requests, WorkloadSpec, generate, parse_trace
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.resolve import deployment_gpu, deployment_layout
 
 CAPACITY_SEARCH_MAX_REQUESTS = 4000

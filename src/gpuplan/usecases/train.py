@@ -30,7 +30,7 @@ from gpuplan.core.training.spec import (
 )
 from gpuplan.core.training.step import StepPrediction, predict_step
 from gpuplan.core.units import GIB
-from gpuplan.data.calibration import default_training_calibration
+from gpuplan.data.bundled_calibration import default_training_calibration
 
 PLAN_LIMIT = 10
 """Plans shown by train-plan (ranked)."""

@@ -1,34 +1,9 @@
-"""The GPU catalog: the single loader of the bundled files (``gpuplan/data/catalog``), the user's config
-dir and ``--catalog`` files, and the typed specs and prices it returns (``gpuplan.core.hardware``).
+"""The GPU catalog adapter: the single loader of bundled and user catalog files (``loader``), their
+parsing (``_parse``) and the GPU a driver product name or node label means (``product_names``).
 
-Import from here: ``from gpuplan.adapters.catalog import default_catalog, load_catalog, Catalog``.
-Importing does no I/O; the first :func:`default_catalog` call reads the bundled files.
+The records are core types (:mod:`gpuplan.core.hardware`); the bundled files are data
+(``src/gpuplan/data/catalog/``). Import from the submodules: ``from gpuplan.adapters.catalog.loader
+import Catalog, default_catalog, load_catalog``. This package exports nothing.
 """
 
-from __future__ import annotations
-
-from gpuplan.adapters.catalog.loader import (
-    CONFIG_DIR_ENV,
-    Catalog,
-    default_catalog,
-    default_config_dir,
-    load_catalog,
-    normalize_name,
-    representative_price,
-)
-from gpuplan.core.hardware import DenseTflops, GpuSpec, Interconnect, MigProfile, PriceEntry
-
-__all__ = [
-    "CONFIG_DIR_ENV",
-    "Catalog",
-    "DenseTflops",
-    "GpuSpec",
-    "Interconnect",
-    "MigProfile",
-    "PriceEntry",
-    "default_catalog",
-    "default_config_dir",
-    "load_catalog",
-    "normalize_name",
-    "representative_price",
-]
+__all__: list[str] = []

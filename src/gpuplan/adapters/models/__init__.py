@@ -1,49 +1,9 @@
-"""Model architectures: parse HF ``config.json`` into a :class:`ModelSpec`, look models up by id,
-and count parameters, FLOPs and KV-cache elements (re-exported from ``gpuplan.core.model.arith``)."""
+"""Model architectures from the outside: Hugging Face ``config.json`` parsers (``hf_config`` and the
+per-family ``hf_*`` modules) and the registry that finds a model by id, path or Hub repo (``registry``).
 
-from gpuplan.adapters.models.hf_config import SUPPORTED_MODEL_TYPES, parse_hf_config
-from gpuplan.adapters.models.registry import (
-    ModelSummary,
-    aliases,
-    bundled_ids,
-    get_model,
-    list_models,
-    model_for_seq_len,
-    with_position_table,
-)
-from gpuplan.core.model.arith import (
-    attention_flops_per_token,
-    decode_flops_per_token,
-    kv_elements_for_sequence,
-    kv_elements_per_token,
-    matmul_flops_per_token,
-    param_counts,
-    prefill_flops,
-    training_flops_per_token,
-)
-from gpuplan.core.model.spec import KvGroup, MlaSpec, ModelSpec, MoeSpec, ParamCounts
+The model description itself and its arithmetic are core: :mod:`gpuplan.core.model.spec` and
+:mod:`gpuplan.core.model.arith`. Import from the submodules (``from gpuplan.adapters.models.registry
+import get_model``); this package exports nothing, so importing one parser loads no other.
+"""
 
-__all__ = [
-    "SUPPORTED_MODEL_TYPES",
-    "KvGroup",
-    "MlaSpec",
-    "ModelSpec",
-    "ModelSummary",
-    "MoeSpec",
-    "ParamCounts",
-    "aliases",
-    "attention_flops_per_token",
-    "bundled_ids",
-    "decode_flops_per_token",
-    "get_model",
-    "kv_elements_for_sequence",
-    "kv_elements_per_token",
-    "list_models",
-    "matmul_flops_per_token",
-    "model_for_seq_len",
-    "param_counts",
-    "parse_hf_config",
-    "prefill_flops",
-    "training_flops_per_token",
-    "with_position_table",
-]
+__all__: list[str] = []

@@ -3,7 +3,7 @@
 A fleet is several **classes** of requests (each: model, share of the total rate or its own rate,
 prompt/answer lengths, SLA) plus optional training / fine-tuning jobs, served by **pools** of one
 GPU type (or one MIG slice type) each. Pure data: ids are resolved against the catalog by the
-adapter (:mod:`gpuplan.usecases.fleet`).
+fleet use case (:mod:`gpuplan.usecases.fleet`).
 """
 
 from __future__ import annotations

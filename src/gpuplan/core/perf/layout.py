@@ -1,4 +1,4 @@
-"""A deployment layout (GPU × TP × PP × EP × replicas, dtypes, engine) and its feasibility rules.
+"""A deployment layout on one GPU type (TP × PP × EP × replicas, dtypes, engine) and its feasibility rules.
 
 Rules (Megatron-LM / vLLM): TP must divide the attention heads (query heads; KV heads are split
 when TP divides them, replicated otherwise, as vLLM does for GQA with TP > KV heads); PP must not

@@ -19,7 +19,7 @@ from gpuplan.adapters.scenario_files.deployment import (
     read_scenario_text,
 )
 from gpuplan.core.errors import InfeasibleError, UserInputError
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.interfaces.cli import views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,

@@ -4,7 +4,7 @@ The pieces, lowest layer first:
 
 * the factor types and their parsers: ``gpuplan.core.calibration`` (``serving.Calibration``,
   ``training.TrainingCalibration``);
-* the bundled values (factors and priors): ``gpuplan.data.calibration``;
+* the bundled values (factors and priors): ``gpuplan.data.bundled_calibration``;
 * the solver, robust regularised least squares in log space: ``gpuplan.core.calibration.solver``;
 * fitting on published validation rows: ``serving_factors`` (which serving factors a row exercises,
   their ranges, the least squares over serving rows), ``published_serving`` (``gpuplan validate

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.errors import UserInputError
-from gpuplan.data.calibration import default_calibration, default_training_calibration
+from gpuplan.data.bundled_calibration import default_calibration, default_training_calibration
 from gpuplan.usecases.calibration.measured import fit_profile
 from gpuplan.usecases.calibration.measured_rows import ResultRow, rows_from_csv, rows_from_store
 from gpuplan.usecases.calibration.profile import load_calibration, load_training_calibration, write_profile

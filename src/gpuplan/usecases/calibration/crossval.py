@@ -16,7 +16,7 @@ from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.data.calibration import prior_calibration
+from gpuplan.data.bundled_calibration import prior_calibration
 from gpuplan.usecases.calibration.published_serving import fit_calibration
 from gpuplan.usecases.validation.cases import Case, read_cases
 from gpuplan.usecases.validation.predict import RowResult, predict_case

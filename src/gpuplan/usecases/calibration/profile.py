@@ -13,7 +13,7 @@ import yaml
 from gpuplan.core.calibration.serving import Calibration, FitProvenance, parse_calibration
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import DataError, FileFormatError
-from gpuplan.data.calibration import default_training_calibration
+from gpuplan.data.bundled_calibration import default_training_calibration
 
 TRAINING_KEY = "training_mfu"
 HEADER = (

@@ -18,7 +18,7 @@ from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.calibration.solver import Param
 from gpuplan.core.errors import FileFormatError
-from gpuplan.data.calibration import prior_calibration
+from gpuplan.data.bundled_calibration import prior_calibration
 from gpuplan.usecases.calibration.profile import fit_provenance
 from gpuplan.usecases.calibration.serving_factors import fitted_params, solve
 from gpuplan.usecases.validation.cases import Case, read_cases

@@ -21,7 +21,7 @@ from gpuplan.adapters.catalog.loader import Catalog, default_catalog
 from gpuplan.core.calibration.solver import Param, exercised_factors, log_ratio, solve_log_space, with_factors
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import GpuplanError
-from gpuplan.data.calibration import default_training_calibration
+from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.calibration.profile import fit_provenance
 from gpuplan.usecases.validation.cases import Case, Skip, read_cases
 from gpuplan.usecases.validation.predict_training import THROUGHPUT_METRICS, predict_training_with

@@ -16,7 +16,7 @@ from gpuplan.core.training.memory import training_memory
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout, check_layout, micro_batches_per_step
 from gpuplan.core.training.step import predict_step
 from gpuplan.core.units import GB, GIB
-from gpuplan.data.calibration import default_training_calibration
+from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.validation.cases import Case, Skip
 from gpuplan.usecases.validation.memory_rows import memory_options, memory_row
 from gpuplan.usecases.validation.training_rows import MEMORY_METRICS, row_model, training_layout, training_row

@@ -10,7 +10,7 @@ import yaml
 
 from gpuplan.core.calibration.serving import Calibration, parse_calibration
 from gpuplan.core.errors import DataError
-from gpuplan.data.calibration import default_calibration, prior_calibration
+from gpuplan.data.bundled_calibration import default_calibration, prior_calibration
 
 BUNDLES = {"calibration": default_calibration, "priors": prior_calibration}
 FRACTION_MAPS = ("compute_efficiency", "bandwidth_efficiency", "engine_efficiency")

@@ -16,7 +16,7 @@ from gpuplan.core.calibration.solver import (
     solve_log_space,
     with_factors,
 )
-from gpuplan.data.calibration import default_calibration, default_training_calibration
+from gpuplan.data.bundled_calibration import default_calibration, default_training_calibration
 
 COMPUTE_HOPPER: Param = ("compute_efficiency", "hopper")
 LINK: Param = ("link_efficiency", "")

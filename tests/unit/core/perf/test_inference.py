@@ -17,7 +17,7 @@ from gpuplan.core.perf.inference import ReplicaModel, predict_inference
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.roofline import StepModel
 from gpuplan.core.workload import Workload
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 
 LLAMA_8B_BF16_BYTES = 8_030_261_248 * 2
 CAL = default_calibration()

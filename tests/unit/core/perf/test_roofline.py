@@ -10,7 +10,7 @@ from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.roofline import StepModel
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 
 LLAMA_8B_PARAMS = 8_030_261_248
 LLAMA_8B_INPUT_EMBEDDING = 128_256 * 4096

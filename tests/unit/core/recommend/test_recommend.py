@@ -18,7 +18,7 @@ from gpuplan.core.recommend.search import evaluate
 from gpuplan.core.sla import Sla
 from gpuplan.core.units import GIB
 from gpuplan.core.workload import Workload
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases import resolve
 from gpuplan.usecases.recommend import recommend_from_scenario
 

@@ -14,7 +14,7 @@ from gpuplan.core.recommend import recommend
 from gpuplan.core.recommend.request import GpuOffer, Recommendation, SearchSpace
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases import resolve
 
 TARGET = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=12)

@@ -10,7 +10,7 @@ from gpuplan.adapters.catalog.loader import load_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 
 MODEL = "meta-llama/Llama-3.1-8B"
 GPU = "H100-SXM"

@@ -13,7 +13,7 @@ from gpuplan.core.training.memory import training_memory
 from gpuplan.core.training.search import search_layouts
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout, check_layout, interleaved_chunks
 from gpuplan.core.training.step import pipeline_bubble_fraction, predict_step
-from gpuplan.data.calibration import default_training_calibration
+from gpuplan.data.bundled_calibration import default_training_calibration
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B"
 

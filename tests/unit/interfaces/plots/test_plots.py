@@ -16,7 +16,7 @@ from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.training.search import search_layouts
-from gpuplan.data.calibration import default_training_calibration
+from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.interfaces.plots import training as plots_training
 from gpuplan.usecases.fit import fit

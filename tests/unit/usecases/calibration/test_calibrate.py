@@ -10,7 +10,7 @@ import pytest
 
 from gpuplan.adapters.catalog.loader import load_catalog
 from gpuplan.core.calibration.serving import Calibration
-from gpuplan.data.calibration import default_calibration, default_training_calibration
+from gpuplan.data.bundled_calibration import default_calibration, default_training_calibration
 from gpuplan.usecases.calibration.measured import fit_profile
 from gpuplan.usecases.calibration.measured_predict import predict_row
 from gpuplan.usecases.calibration.measured_rows import ResultRow

@@ -9,7 +9,7 @@ import pytest
 
 from gpuplan.adapters.catalog.loader import load_catalog
 from gpuplan.core.errors import UserInputError
-from gpuplan.data.calibration import prior_calibration
+from gpuplan.data.bundled_calibration import prior_calibration
 from gpuplan.usecases.calibration.crossval import MIN_TRAINING_ROWS, cross_validate, cross_validate_file
 from gpuplan.usecases.calibration.published_serving import fit_rows
 from gpuplan.usecases.validation.cases import Case

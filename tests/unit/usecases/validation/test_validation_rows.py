@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from gpuplan.adapters.catalog.loader import default_catalog
-from gpuplan.data.calibration import default_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.validation.cases import Case
 from gpuplan.usecases.validation.datasets import DatasetLengths, dataset_of, row_lengths
 from gpuplan.usecases.validation.predict import predict_case
