@@ -3,15 +3,20 @@
 The folders are the layers, lowest first: ``core`` (pure) → ``data`` (bundled files and their readers)
 → ``adapters`` → ``usecases`` → ``interfaces`` (docs/architecture.md). A module may import its own
 layer and the layers below it, never one above; no two packages import each other (directly or round a
-longer loop); no module imports a private name (``_x``) from another package; the core reads no files
-and uses no library beyond numpy, scipy and pydantic; each third-party front-end or I/O library stays in
-the one folder made for it. The checkers are tested on small synthetic graphs too, so a rule that
-stopped seeing edges would fail here rather than pass in silence.
+longer loop); no module imports a private name (``_x``) or a private module (``_x.py``) from another
+package; the core uses only the pure standard-library modules of ``CORE_STDLIB``, numpy, scipy and
+pydantic, and calls no I/O builtin (``open``, ``print``, ``eval`` ...); every third-party library is
+listed in ``LIBRARY_HOMES`` and stays in the folders named there. A module loaded by a string
+(``importlib.import_module("x")``, ``__import__("x")``) counts as imported; a gpuplan module or a
+computed name may not be loaded that way (the graph could not see it). The checkers are tested on small
+synthetic inputs too, so a rule that stopped seeing what it checks would fail here rather than pass in
+silence.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +32,26 @@ ROOT_MODULES = {"gpuplan": 0, "gpuplan.__main__": len(LAYERS) - 1}
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 50
 CORE_THIRD_PARTY = {"numpy", "scipy", "pydantic", "pydantic_core"}
-CORE_FORBIDDEN_STDLIB = {
-    "os", "pathlib", "importlib", "io", "socket", "subprocess", "asyncio", "urllib", "http", "shutil",
-    "tempfile", "sqlite3", "threading", "multiprocessing", "sys",
+CORE_STDLIB = {
+    "__future__", "abc", "bisect", "collections", "copy", "csv", "dataclasses", "datetime", "difflib",
+    "enum", "functools", "heapq", "itertools", "json", "math", "operator", "re", "statistics", "types",
+    "typing",
 }  # fmt: skip
+"""The standard-library modules (and their submodules) a pure core may use: computation on values
+only. ``csv``/``json`` parse text handed in as arguments; nothing here opens a file or a socket."""
+CORE_FORBIDDEN_BUILTINS = {"open", "__import__", "exec", "eval", "compile", "input", "print", "breakpoint"}
+"""Builtins that read, write or run code: the core gets its data as arguments and returns answers."""
+STRING_IMPORTERS = {"importlib.import_module", "import_module", "__import__"}
+"""Calls that import the module named by their first argument."""
+EVERYWHERE = ("gpuplan",)
 LIBRARY_HOMES = {
+    "numpy": EVERYWHERE,
+    "pydantic": EVERYWHERE,
+    "pydantic_core": EVERYWHERE,
+    "scipy": ("gpuplan.core",),
+    "httpx": ("gpuplan.adapters",),
+    "anyio": ("gpuplan.interfaces.web",),
+    "kaleido": ("gpuplan.interfaces.plots",),
     "rich": ("gpuplan.interfaces.cli",),
     "typer": ("gpuplan.interfaces.cli",),
     "fastapi": ("gpuplan.interfaces.web",),
@@ -46,7 +66,8 @@ LIBRARY_HOMES = {
     "huggingface_hub": ("gpuplan.adapters.models",),
     "yaml": ("gpuplan.data", "gpuplan.adapters", "gpuplan.usecases", "gpuplan.interfaces"),
 }
-"""Third-party libraries and the folders that may import them (plus their subfolders)."""
+"""Every third-party library gpuplan imports, and the folders that may import it (plus their
+subfolders); a library missing here may be imported nowhere until it is given a home."""
 
 
 @dataclass(frozen=True)
@@ -81,10 +102,25 @@ def package_of(module: str, packages: set[str] | None = None) -> str:
     return module.rpartition(".")[0]
 
 
+def string_imports(tree: ast.AST) -> Iterator[tuple[int, str | None]]:
+    """(line, module) of each ``importlib.import_module(...)``/``__import__(...)`` call; the module is
+    ``None`` when it is computed (not one string literal)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in STRING_IMPORTERS:
+            first = node.args[0] if node.args else None
+            literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            yield node.lineno, str(first.value) if literal and isinstance(first, ast.Constant) else None
+
+
 def parse_imports(source: str, module: str, *, is_package: bool) -> Iterator[Import]:
-    """Every import in ``source``, lazy (in-function) ones included, relative ones resolved."""
+    """Every import in ``source``, lazy (in-function) ones and those by a string literal included,
+    relative ones resolved."""
     base = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    for line, name in string_imports(tree):
+        if name is not None:
+            yield Import(name, None, line)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield Import(alias.name, None, node.lineno)
@@ -188,20 +224,76 @@ def upward_imports(edges: Mapping[str, Iterable[str]]) -> list[str]:
     )
 
 
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
 def private_imports(
     module: str, imports: Iterable[Import], modules: set[str], packages: set[str]
 ) -> list[str]:
-    """``from other.package import _name`` (a private name of a module outside this package)."""
+    """``from other.package import _name`` (a private name of a module outside this package), and any
+    import of a private module (a ``_x`` path segment) from outside the package that holds it."""
     bad = []
     for imp in imports:
         target = resolve(imp, modules)
-        if not target or not imp.name or not imp.name.startswith("_") or imp.name.startswith("__"):
+        if not target:
             continue
-        if f"{imp.module}.{imp.name}" in modules:
-            continue  # importing a private submodule of a package is only allowed from inside it
+        segments = target.split(".")
+        for i, segment in enumerate(segments):
+            home = ".".join(segments[:i])
+            if _is_private(segment) and not (module == home or module.startswith(home + ".")):
+                bad.append(f"{module}:{imp.line} imports {target}, private to {home}")
+        if target == f"{imp.module}.{imp.name}" or not imp.name or not _is_private(imp.name):
+            continue  # a submodule (checked above), a whole module or a public name
         if package_of(target, packages) != package_of(module, packages):
             bad.append(f"{module}:{imp.line} imports {imp.name} from {target}")
     return bad
+
+
+def _library(imp: Import) -> str:
+    return imp.module.split(".")[0]
+
+
+def core_impurities(source: str, imports: Iterable[Import]) -> list[str]:
+    """What makes a core module impure: a library or standard module beyond the allowed ones, a call of
+    an I/O or code-running builtin."""
+    bad = [
+        f"line {imp.line}: imports {imp.module}"
+        for imp in imports
+        if _library(imp) not in CORE_STDLIB | CORE_THIRD_PARTY | {"gpuplan"}
+    ]
+    calls = sorted(
+        (node.lineno, node.col_offset, node.func.id)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in CORE_FORBIDDEN_BUILTINS
+    )
+    return bad + [f"line {line}: calls {name}()" for line, _, name in calls]
+
+
+def misplaced_libraries(module: str, imports: Iterable[Import]) -> list[str]:
+    """Third-party libraries this module imports outside their ``LIBRARY_HOMES`` (or with none there)."""
+    bad = set()
+    for imp in imports:
+        library = _library(imp)
+        if library == "gpuplan" or library in sys.stdlib_module_names:
+            continue
+        homes = LIBRARY_HOMES.get(library)
+        if homes is None:
+            bad.add(f"{library} (not in LIBRARY_HOMES)")
+        elif not any(module == h or module.startswith(h + ".") for h in homes):
+            bad.add(f"{library} (belongs in {', '.join(homes)})")
+    return sorted(bad)
+
+
+def string_import_violations(source: str) -> list[str]:
+    """Loads by string that the import graph cannot follow: a gpuplan module, or a computed name."""
+    return [
+        f"line {line}: " + (f"imports {name} by a string" if name else "imports a computed module name")
+        for line, name in string_imports(ast.parse(source))
+        if name is None or name.split(".")[0] in ("gpuplan", "") or name.startswith(".")
+    ]
 
 
 def _packages() -> set[str]:
@@ -250,6 +342,81 @@ def test_private_name_across_packages_is_flagged_but_not_inside_one() -> None:
     assert private_imports("gpuplan.core.a.n", imp, modules, packages) == []
 
 
+def test_private_module_is_flagged_outside_its_package_however_it_is_imported() -> None:
+    modules = {
+        "gpuplan.adapters.catalog",
+        "gpuplan.adapters.catalog._parse",
+        "gpuplan.adapters.catalog.loader",
+    }
+    modules |= {"gpuplan.usecases.fit"}
+    packages = {"gpuplan.adapters.catalog"}
+    whole = [Import("gpuplan.adapters.catalog", "_parse", 4)]
+    name_from_it = [Import("gpuplan.adapters.catalog._parse", "load_yaml", 5)]
+    by_path = [Import("gpuplan.adapters.catalog._parse", None, 6)]
+    for imports in (whole, name_from_it, by_path):
+        line = imports[0].line
+        assert private_imports("gpuplan.usecases.fit", imports, modules, packages) == [
+            f"gpuplan.usecases.fit:{line} imports gpuplan.adapters.catalog._parse, private to gpuplan.adapters.catalog"
+        ]
+        assert private_imports("gpuplan.adapters.catalog.loader", imports, modules, packages) == []
+
+
+def test_core_impurities_are_imports_beyond_the_allow_list_and_io_builtins() -> None:
+    source = (
+        "import math\nimport glob\nimport gzip\nfrom pkgutil import iter_modules\n"
+        "from collections.abc import Sequence\nimport numpy as np\nfrom gpuplan.core.units import GIB\n"
+        "def f(path):\n    print(path)\n    text = open(path).read()\n    return eval(text), math.sqrt(2)\n"
+    )
+    imports = list(parse_imports(source, "gpuplan.core.x", is_package=False))
+    assert core_impurities(source, imports) == [
+        "line 2: imports glob",
+        "line 3: imports gzip",
+        "line 4: imports pkgutil",
+        "line 9: calls print()",
+        "line 10: calls open()",
+        "line 11: calls eval()",
+    ]
+
+
+def test_string_imports_are_edges_and_gpuplan_or_computed_ones_are_refused() -> None:
+    source = (
+        "import importlib\nfrom importlib import import_module\n"
+        "def f(name):\n"
+        "    importlib.import_module('gpuplan.usecases.fit')\n"
+        "    import_module('plotly.graph_objects')\n"
+        "    __import__('httpx')\n"
+        "    importlib.import_module(name)\n"
+    )
+    found = {(i.module, i.line) for i in parse_imports(source, "gpuplan.core.x", is_package=False)}
+    assert {("gpuplan.usecases.fit", 4), ("plotly.graph_objects", 5), ("httpx", 6)} <= found
+    targets = (
+        resolve(i, {"gpuplan.usecases.fit"})
+        for i in parse_imports(source, "gpuplan.core.x", is_package=False)
+    )
+    edges = {"gpuplan.core.x": {target for target in targets if target is not None}}
+    assert upward_imports(edges) == ["gpuplan.core.x (core) imports gpuplan.usecases.fit"]
+    assert string_import_violations(source) == [
+        "line 4: imports gpuplan.usecases.fit by a string",
+        "line 7: imports a computed module name",
+    ]
+
+
+def test_a_library_outside_its_home_or_without_one_is_flagged() -> None:
+    imports = [
+        Import("httpx", None, 1),
+        Import("uvicorn", "run", 2),
+        Import("numpy", None, 3),
+        Import("json", None, 4),
+    ]
+    imports.append(Import("requests", None, 5))
+    assert misplaced_libraries("gpuplan.usecases.bench_serve", imports) == [
+        "httpx (belongs in gpuplan.adapters)",
+        "requests (not in LIBRARY_HOMES)",
+        "uvicorn (belongs in gpuplan.interfaces.web)",
+    ]
+    assert misplaced_libraries("gpuplan.adapters.bench.load.metrics", imports[:1] + imports[2:4]) == []
+
+
 def test_source_tree_is_found() -> None:
     assert {"gpuplan.core.perf.memory", "gpuplan.core.recommend", "gpuplan.interfaces.cli"} <= set(MODULES)
     assert "gpuplan.interfaces.cli.commands" in EDGES["gpuplan.interfaces.cli"]
@@ -286,37 +453,27 @@ def test_no_private_name_imported_from_another_package() -> None:
     assert not bad, "\n".join(bad)
 
 
-def _library(imp: Import) -> str:
-    return imp.module.split(".")[0]
-
-
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("gpuplan.core")))
 def test_core_uses_no_io_and_no_library_but_numpy_scipy_pydantic(module: str) -> None:
-    bad = sorted(
-        {
-            imp.module
-            for imp in _imports(module)
-            if _library(imp) != "gpuplan"
-            and (_library(imp) in CORE_FORBIDDEN_STDLIB or _library(imp) in LIBRARY_HOMES)
-        }
-    )
-    assert not bad, f"{module} imports {bad}: the core is pure (data comes in as arguments)"
-    third = sorted({_library(i) for i in _imports(module)} - CORE_THIRD_PARTY - {"gpuplan"})
-    stdlib = [lib for lib in third if lib not in __import__("sys").stdlib_module_names]
-    assert not stdlib, f"{module} imports {stdlib}; the core may use numpy, scipy and pydantic only"
+    bad = core_impurities(MODULES[module].read_text(encoding="utf-8"), _imports(module))
+    assert not bad, f"{module}: {bad}; the core is pure (data comes in as arguments; see CORE_STDLIB)"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_each_library_stays_in_its_folder(module: str) -> None:
-    bad = sorted(
-        {
-            _library(imp)
-            for imp in _imports(module)
-            if _library(imp) in LIBRARY_HOMES
-            and not any(module == h or module.startswith(h + ".") for h in LIBRARY_HOMES[_library(imp)])
-        }
-    )
+    bad = misplaced_libraries(module, _imports(module))
     assert not bad, f"{module} imports {bad}; see LIBRARY_HOMES for where each belongs"
+
+
+def test_no_gpuplan_module_or_computed_name_is_imported_by_a_string() -> None:
+    bad = [
+        f"{module} {line}"
+        for module, path in MODULES.items()
+        for line in string_import_violations(path.read_text(encoding="utf-8"))
+    ]
+    assert not bad, "import these with an import statement, which the layer checks can see:\n" + "\n".join(
+        bad
+    )
 
 
 def test_no_module_exceeds_line_limit() -> None:

@@ -1,12 +1,14 @@
 """The public API is what ``__all__`` says, in the style of httpx's ``tests/test_exported_members.py``.
 
-Every package ``__init__`` under ``src/gpuplan`` (found on disk, so a new package is checked too) and
-the plain modules users import from most declare a literal ``__all__`` that is exact: each name in
-it exists, it has no duplicates and is in ruff's RUF022 ("isort-style") order, and nothing public is
-bound at the top level without being in it (no accidental exports). "Public" follows PEP 8: a name
-without a leading underscore that the module defines, or that it imports without using it itself (a
-name imported only to be re-exported); a name it imports to use is an implementation detail. A
-package that exports nothing says in its docstring where to import from instead.
+Every package ``__init__`` under ``src/gpuplan`` (found on disk, so a new package is checked too)
+declares a literal ``__all__``, and so may a plain module; every ``__all__`` there is (also found on
+disk) is exact: each name in it exists, it has no duplicates and is in ruff's RUF022 ("isort-style")
+order, and nothing public is bound at the top level without being in it (no accidental exports).
+"Public" follows PEP 8: a name without a leading underscore that the module defines, or that it
+imports without using it itself (a name imported only to be re-exported); a name it imports to use is
+an implementation detail. A package that exports nothing says in its docstring where to import from
+instead. A module whose names nobody imports (a CLI command module, loaded for its side effect of
+registering commands) declares no ``__all__``.
 """
 
 from __future__ import annotations
@@ -23,18 +25,36 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGES = sorted(
     ".".join(init.parent.relative_to(SRC).parts) for init in (SRC / "gpuplan").rglob("__init__.py")
 )
-MODULES = ["gpuplan.core.dtypes", "gpuplan.core.errors", "gpuplan.core.units"]
-"""Plain (non-package) modules that users import from most."""
+
+
+def _declares_all(path: Path) -> bool:
+    return re.search(r"^__all__\b", path.read_text(encoding="utf-8"), re.MULTILINE) is not None
+
+
+MODULES = sorted(
+    ".".join(path.relative_to(SRC).with_suffix("").parts)
+    for path in (SRC / "gpuplan").rglob("*.py")
+    if path.name != "__init__.py" and _declares_all(path)
+)
+"""Plain (non-package) modules that declare ``__all__`` (a module need not; if it does, it is exact)."""
 APIS = PACKAGES + MODULES
 
 SCREAMING_CASE, CAMEL_CASE, OTHER_CASE = 0, 1, 2
 """The three groups of RUF022's order, in that order."""
 
 
+def path_of(name: str, root: Path = SRC) -> Path:
+    """The file of a module as Python finds it: a package (``x/__init__.py``) before a module (``x.py``);
+    a plain folder ``x/`` (no ``__init__``, e.g. data files) does not hide a module ``x.py``."""
+    base = root.joinpath(*name.split("."))
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no module {name} under {SRC}")
+
+
 def source_of(name: str) -> ast.Module:
-    path = SRC.joinpath(*name.split("."))
-    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    return ast.parse(path.read_text(encoding="utf-8"))
+    return ast.parse(path_of(name).read_text(encoding="utf-8"))
 
 
 def declared_all(tree: ast.Module) -> list[str] | None:
@@ -167,8 +187,23 @@ def test_ruf022_order() -> None:
 # --- every public API -------------------------------------------------------------------------------
 
 
-def test_every_package_is_found() -> None:
+def test_path_of_prefers_a_package_and_sees_a_module_past_a_data_folder(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "data").mkdir(parents=True)
+    (tmp_path / "pkg" / "data.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "sub").mkdir()
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    assert path_of("pkg.data", tmp_path) == tmp_path / "pkg" / "data.py"
+    assert path_of("pkg.sub", tmp_path) == tmp_path / "pkg" / "sub" / "__init__.py"
+    assert path_of("pkg", tmp_path) == tmp_path / "pkg" / "__init__.py"
+    with pytest.raises(FileNotFoundError):
+        path_of("pkg.missing", tmp_path)
+
+
+def test_every_package_and_module_with_all_is_found() -> None:
     assert {"gpuplan", "gpuplan.core", "gpuplan.core.model", "gpuplan.interfaces.cli"} <= set(PACKAGES)
+    assert {"gpuplan.core.dtypes", "gpuplan.core.errors", "gpuplan.core.units"} <= set(MODULES)
+    assert not set(MODULES) & set(PACKAGES)
 
 
 @pytest.mark.parametrize("name", APIS)

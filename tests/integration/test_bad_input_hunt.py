@@ -164,6 +164,14 @@ def test_fleet_refuses_p99_limits_and_unknown_dtypes(user_error: UserError, tmp_
         (["--rate", "1e9"], "rate_rps: Input should be less than or equal to 100000"),
         (["--concurrency", "100000000"], "concurrency: Input should be less than or equal to 100000"),
         (["--rate", "1", "--url", "http://256.256.256.256:80"], "is not a valid URL"),
+        (
+            ["--rate", "1", "--max-rate-under-slo", "--slo-ttft-p99-ms", "-5"],
+            "error: --slo-ttft-p99-ms -5: Input should be greater than 0 (ms)",
+        ),
+        (
+            ["--rate", "1", "--max-rate-under-slo", "--slo-tpot-p99-ms", "inf"],
+            "error: --slo-tpot-p99-ms inf: Input should be a finite number (ms)",
+        ),
     ],
 )
 def test_bench_serve_load_out_of_range(

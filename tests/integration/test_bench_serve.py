@@ -205,6 +205,21 @@ def test_sigkill_loses_no_completed_request_and_resume_completes(mock: str, tmp_
     assert store.run(run.run_id).status == "completed"
 
 
+def test_a_run_stored_with_goodput_limits_above_the_caps_still_resumes(mock: str, tmp_path: Path) -> None:
+    """A run stored before the Sla caps (--slo-ttft-ms 5000000) resumes with the limits it began with."""
+    store_url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    load: dict[str, object] = {"url": mock, "model": "m", "rate_rps": 20.0, "arrival": "constant"}
+    load |= {"duration_s": 1.0, "input_tokens": 16, "output_tokens": 4, "request_timeout_s": 10.0}
+    stored = LoadConfig.model_validate(load).model_dump(mode="json")
+    stored |= {"slo_ttft_ms": 5_000_000.0, "slo_tpot_ms": 700_000.0}  # above MAX_TTFT_MS, MAX_TPOT_MS
+    store = Store(store_url)
+    store.create_run("0ld" * 8, "serve", stored, {}, "0.0")
+    store.set_status("0ld" * 8, "interrupted")
+    s = serve(None, store_url, resume="0ld")
+    assert s.requests_completed == 20 and s.goodput_rps == s.achieved_rate_rps
+    assert store.run("0ld").config == stored and store.run("0ld").status == "completed"
+
+
 def test_sharded_workers_hold_the_schedule_and_store_every_record(mock: str, tmp_path: Path) -> None:
     s = _run(
         mock,

@@ -136,6 +136,22 @@ def test_catalog_endpoints_equal_the_cli(client: TestClient, invoke: Invoke) -> 
     assert {o["gpu"] for o in chart["offers"]} == {g["id"] for g in client.get("/api/gpus").json()["gpus"]}
 
 
+@pytest.mark.parametrize("path", ["/api/recommend", "/api/predict"])
+@pytest.mark.parametrize("value", [9000, "x"])
+def test_a_limit_the_path_does_not_check_is_refused_at_its_field(
+    client: TestClient, path: str, value: object
+) -> None:
+    """``e2e_p99_ms`` (which recommend and predict do not check) is refused as an unknown key, whatever
+    its value, at ``sla.e2e_p99_ms``: the page points at the input it names."""
+    body = {**RECOMMEND, "sla": {"ttft_ms": 1000, "e2e_p99_ms": value}}
+    if path == "/api/predict":
+        body["hardware"] = {"gpu": "H100-SXM"}
+    answer = client.post(path, json=body)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "sla.e2e_p99_ms"
+    assert answer.json()["error"] == "sla.e2e_p99_ms: Extra inputs are not permitted"
+
+
 @pytest.mark.parametrize(
     ("flags", "body_change", "status", "field"),
     [

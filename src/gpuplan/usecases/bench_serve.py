@@ -3,6 +3,9 @@
 ``resume``: reloads the run's stored config, skips every request index already stored and sends the
 rest with the original spacing (the first missing one is due at once); the summary covers all rows.
 ``hooks`` lets the CLI follow the run (progress bar) without this layer knowing about terminals.
+
+``sweep_rates`` (one run per rate) and ``max_rate_under_slo`` (the highest rate meeting P99 limits)
+make several such runs, each stored on its own (:mod:`gpuplan.adapters.bench.load.search`).
 """
 
 from __future__ import annotations
@@ -11,19 +14,19 @@ import platform
 import socket
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from gpuplan import __version__
-from gpuplan.adapters.bench.load import metrics, runner
+from gpuplan.adapters.bench.load import metrics, runner, search
 from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.preflight import check_reachable
 from gpuplan.adapters.bench.load.summary import BenchSummary, summarise
 from gpuplan.adapters.store.database import RecordWriter, Store
 from gpuplan.adapters.store.records import RequestRecord
 from gpuplan.core.errors import BenchmarkError, UserInputError
+from gpuplan.core.sla import Sla
 
 
 @dataclass
@@ -50,17 +53,6 @@ def conditions(config: LoadConfig) -> dict[str, Any]:
     }
 
 
-def preflight(config: LoadConfig) -> None:
-    """Fail fast, with one clear line, when nothing listens at the URL."""
-    try:
-        httpx.get(config.url.rstrip("/") + "/v1/models", timeout=5.0, trust_env=False)
-    except httpx.HTTPError as exc:
-        raise BenchmarkError(
-            f"cannot reach {config.url}: {type(exc).__name__}: {exc}",
-            hint="is the server running? try gpuplan mock-server --port 8000",
-        ) from None
-
-
 def _expected(config: LoadConfig, skip: set[int]) -> int | None:
     if not config.open_loop:
         return None
@@ -76,7 +68,7 @@ def _open(store: Store, config: LoadConfig | None, resume: str | None) -> tuple[
             raise UserInputError(f"run {info.run_id} is a {info.kind} run, not a serve run")
         return (
             info.run_id,
-            LoadConfig.model_validate(info.config),
+            LoadConfig.from_stored(info.config),
             {r.index for r in store.records(info.run_id)},
         )
     if config is None:
@@ -126,7 +118,7 @@ def _begin(
     store: Store, run_id: str, config: LoadConfig, resuming: bool, skip: set[int], hooks: Hooks
 ) -> None:
     """Check the target and the files, record the run (or mark the resumed one running), tell the hooks."""
-    preflight(config)
+    check_reachable(config.url)
     from gpuplan.adapters.bench.load.workload import build
 
     build(config)  # reads the trace and prompt files: a bad file fails here, before a run is recorded
@@ -165,3 +157,41 @@ def _tee(
         second(record)
 
     return both
+
+
+def sweep_rates(
+    config: LoadConfig | None,
+    rates_rps: Sequence[float],
+    store_url: str | None = None,
+    hooks: Hooks | None = None,
+) -> list[BenchSummary]:
+    """One open-loop run of ``config`` per rate, in the order given, each stored as :func:`serve` stores
+    it; ``config`` None (a resumed run) is refused."""
+    if config is None:
+        raise UserInputError("--rates cannot be combined with --resume")
+    return search.sweep(config, rates_rps, _serving(store_url, hooks))
+
+
+def max_rate_under_slo(
+    config: LoadConfig | None,
+    sla: Sla,
+    max_steps: int,
+    store_url: str | None = None,
+    hooks: Hooks | None = None,
+) -> search.SloSearch:
+    """The highest open-loop rate whose runs meet the SLA's P99 TTFT/TPOT limits, starting at
+    ``config.rate_rps``, in at most ``max_steps`` stored runs (:func:`search.max_rate_under_slo`)."""
+    if config is None or config.rate_rps is None:
+        raise UserInputError("--max-rate-under-slo needs --rate (the first rate tried), not --resume")
+    if sla.empty:
+        raise UserInputError("--max-rate-under-slo needs --slo-ttft-p99-ms and/or --slo-tpot-p99-ms")
+    if max_steps < 1:
+        raise UserInputError(f"--search-steps must be >= 1, got {max_steps}", hint="e.g. --search-steps 8")
+    return search.max_rate_under_slo(
+        config, _serving(store_url, hooks), start_rps=config.rate_rps, sla=sla, max_steps=max_steps
+    )
+
+
+def _serving(store_url: str | None, hooks: Hooks | None) -> search.Runner:
+    """:func:`serve` as the searches' runner: each step a new stored run, followed by the same hooks."""
+    return lambda config: serve(config, store_url, hooks=hooks)

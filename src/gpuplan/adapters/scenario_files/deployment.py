@@ -17,7 +17,7 @@ from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
-from gpuplan.core.sla import MEAN_LIMITS, Sla
+from gpuplan.core.sla import MEAN_LIMITS, Sla, refuse_unchecked
 from gpuplan.core.workload import Workload
 
 RECOMMEND_LIMITS = (*MEAN_LIMITS, "ttft_p99_ms", "tpot_p99_ms")
@@ -79,10 +79,12 @@ class ScenarioFile(DeploymentDocument):
         fit, each reading the loads it needs."""
         return value if isinstance(value, Workload) else Workload.as_written(value)
 
-    @field_validator("sla")
+    @field_validator("sla", mode="wrap")
     @classmethod
-    def _limits_recommend_checks(cls, sla: Sla) -> Sla:
-        return sla.only(RECOMMEND_LIMITS, "recommend")
+    def _limits_recommend_checks(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Sla:
+        """``e2e_p99_ms`` is refused as an unknown key (recommend does not check it; predict and fit
+        read the means), before any value is read."""
+        return refuse_unchecked(value, handler, RECOMMEND_LIMITS)
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

@@ -7,14 +7,14 @@ field path, as ``gpuplan.adapters.scenario_files.deployment.parse_scenario`` doe
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidatorFunctionWrapHandler, field_validator
 
 from gpuplan.adapters.scenario_files.deployment import DeploymentDocument, parse_yaml_document
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.workload import WorkloadSpec
-from gpuplan.core.sla import P99_LIMITS, Sla
+from gpuplan.core.sla import P99_LIMITS, Sla, refuse_unchecked
 
 
 class SimWorkload(WorkloadSpec):
@@ -34,10 +34,12 @@ class SimulateScenario(DeploymentDocument):
     slo: Sla = Sla()
     capacity_search: bool = Field(default=False, description="also bisect the highest rate meeting the SLO")
 
-    @field_validator("slo")
+    @field_validator("slo", mode="wrap")
     @classmethod
-    def _limits_the_simulator_checks(cls, slo: Sla) -> Sla:
-        return slo.only(P99_LIMITS, "the simulator")
+    def _limits_the_simulator_checks(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Sla:
+        """The means (``ttft_ms``, ``tpot_ms``) are refused as unknown keys (the simulator checks
+        P99s), before any value is read."""
+        return refuse_unchecked(value, handler, P99_LIMITS)
 
 
 def parse_simulate_scenario(text: str, *, origin: str) -> SimulateScenario:

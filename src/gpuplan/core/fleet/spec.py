@@ -9,19 +9,22 @@ fleet use case (:mod:`gpuplan.usecases.fleet`).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
 from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.frozen import FiniteModel
-from gpuplan.core.sla import Sla
+from gpuplan.core.sla import MEAN_LIMITS, Sla, refuse_unchecked
 from gpuplan.core.workload import MAX_TOKENS, MAX_WRITTEN_RATE_RPS
 
 SHARE_TOLERANCE = 1e-6
 """Shares must sum to 1 within this (floating-point input such as 0.95 + 0.05)."""
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 """RFC 1123 label (Kubernetes object names are built from class names)."""
+CLASS_LIMITS = (*MEAN_LIMITS, "ttft_p99_ms", "tpot_p99_ms")
+"""The ``sla:`` keys a class reads: the means it is sized on, and the TTFT/TPOT P99s, refused with a
+pointer to ``recommend``, which sizes on them; ``e2e_p99_ms`` nothing here checks, an unknown key."""
 
 
 class WorkloadClass(FiniteModel):
@@ -35,6 +38,11 @@ class WorkloadClass(FiniteModel):
     output_tokens: int = Field(ge=1, le=MAX_TOKENS)
     sla: Sla = Sla()
     dtypes: tuple[str, ...] = ("bf16", "fp8", "int4")
+
+    @field_validator("sla", mode="wrap")
+    @classmethod
+    def _limits_a_class_reads(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Sla:
+        return refuse_unchecked(value, handler, CLASS_LIMITS)
 
     @model_validator(mode="after")
     def _one_load(self) -> WorkloadClass:

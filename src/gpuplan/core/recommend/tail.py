@@ -151,7 +151,7 @@ def _resize(
         )
     rate = target.rate_rps or 0.0
     replicas = max(math.ceil(rate / found.rate_rps), 1)
-    if sla.ttft_ms is not None or sla.tpot_ms is not None:
+    if sla.has_means:
         replicas = max(replicas, layout.replicas)
     count = replicas * layout.gpus_per_replica
     if count > space.max_gpus:

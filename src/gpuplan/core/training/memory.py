@@ -41,6 +41,20 @@ from gpuplan.core.training.spec import TrainingJob, TrainingLayout
 from gpuplan.core.units import GIB
 
 __all__ = [
+    "ADAPTER_BYTES",
+    "ADAPTER_OPTIMIZER_BYTES",
+    "CONTEXT_BYTES",
+    "EIGHT_BIT_STATE_BYTES",
+    "FP32_BYTES",
+    "FRAGMENTATION",
+    "FSDP_PREFETCH_LAYERS",
+    "NCCL_BYTES",
+    "NF4_DOUBLE_QUANT_BYTES",
+    "OPTIMIZER_BYTES_MIXED",
+    "OPTIMIZER_BYTES_PURE",
+    "PAGED_OPTIMIZERS",
+    "SIXTEEN_BIT_BYTES",
+    "Counting",
     "MemoryOptions",
     "TrainingMemory",
     "activation_bytes_per_token_layer",

@@ -15,7 +15,7 @@ import typer
 from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import app
 
-__all__ = ["StoreOpt", "announce", "bench_app", "results_app", "summary_table"]
+__all__ = ["LATENCY_METRICS", "STATS", "StoreOpt", "announce", "bench_app", "results_app", "summary_table"]
 
 bench_app = typer.Typer(no_args_is_help=True, help="Measure: serving load tests (and GPU micro-benchmarks).")
 results_app = typer.Typer(no_args_is_help=True, help="Stored benchmark results: list, show, compare, export.")

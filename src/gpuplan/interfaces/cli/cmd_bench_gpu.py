@@ -18,8 +18,6 @@ from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.interfaces.cli.cmd_bench import StoreOpt, announce, bench_app
 
-__all__ = ["app", "bench_app"]
-
 
 def _require(module: str, extra: str) -> None:
     if importlib.util.find_spec(module) is None:

@@ -19,10 +19,8 @@ from gpuplan.interfaces.cli.cmd_bench import StoreOpt, announce, bench_app, summ
 
 if TYPE_CHECKING:  # names for the annotations only: the load tester is imported when a command runs
     from gpuplan.adapters.bench.load.config import LoadConfig
-    from gpuplan.adapters.bench.load.search import Runner
+    from gpuplan.core.sla import Sla
     from gpuplan.usecases.bench_serve import Hooks
-
-__all__ = ["bench_app"]
 
 RateOpt = Annotated[
     float | None, typer.Option(help="open loop: requests/s (start rate of --max-rate-under-slo)")
@@ -50,17 +48,19 @@ ProgressOpt = Annotated[
 ]
 DEFAULT_DURATION_S = 30.0
 """Measured seconds of a rate or concurrency run without --duration (the --duration help says so)."""
+SEARCH_LIMIT_FLAGS = {"ttft_p99_ms": "--slo-ttft-p99-ms", "tpot_p99_ms": "--slo-tpot-p99-ms"}
+"""The ``Sla`` limit each flag of the max-rate search sets."""
 
 
 @dataclass(frozen=True)
 class ServeRequest:
     """What ``bench serve`` was asked: the validated load (None when resuming), the run to resume,
-    the rates of a sweep, and the SLO search ``(P99 TTFT ms, P99 TPOT ms, most runs)`` when asked."""
+    the rates of a sweep, and the SLO search ``(its P99 limits, most runs)`` when asked."""
 
     config: LoadConfig | None
     resume: str | None
     sweep_rates_rps: list[float]
-    slo_search: tuple[float | None, float | None, int] | None
+    slo_search: tuple[Sla, int] | None
 
 
 @bench_app.command("serve")
@@ -106,7 +106,7 @@ def bench_serve(
         "request_timeout_s": timeout, "slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms,
         "workers": workers, "metrics_url": metrics_url or _default_metrics_url(url, scrape_metrics),
     }  # fmt: skip
-    search = (slo_ttft_p99_ms, slo_tpot_p99_ms, search_steps) if max_rate_under_slo else None
+    search = (_search_sla(slo_ttft_p99_ms, slo_tpot_p99_ms), search_steps) if max_rate_under_slo else None
     request = _request(load, rates, resume, search)
     with _progress(progress if progress is not None else sys.stderr.isatty()) as hooks:
         _run(request, store, hooks, shape)
@@ -116,11 +116,25 @@ def _default_metrics_url(url: str | None, scrape_metrics: bool) -> str | None:
     return url.rstrip("/") + "/metrics" if scrape_metrics and url else None
 
 
+def _search_sla(ttft_p99_ms: float | None, tpot_p99_ms: float | None) -> Sla:
+    """The search's limits as an ``Sla``; a value it refuses is a one-line error naming the flag."""
+    from pydantic import ValidationError
+
+    from gpuplan.core.sla import Sla
+
+    try:
+        return Sla(ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        flag = SEARCH_LIMIT_FLAGS[str(first["loc"][0])]
+        raise UserInputError(f"{flag} {first['input']:g}: {first['msg']} (ms)") from None
+
+
 def _request(
     load: dict[str, Any],
     rates: str | None,
     resume: str | None,
-    slo_search: tuple[float | None, float | None, int] | None,
+    slo_search: tuple[Sla, int] | None,
 ) -> ServeRequest:
     """The flags as one request; a sweep or search without --rate starts at its first rate."""
     sweep_rates_rps = _rates_rps(rates)
@@ -202,20 +216,12 @@ def _single(
     summary_table(summary.model_dump(mode="json"))
 
 
-def _runner(store: str | None, hooks: Hooks) -> Runner:
-    from gpuplan.usecases.bench_serve import serve
-
-    return lambda cfg: serve(cfg, store, hooks=hooks)
-
-
 def _sweep(
     config: LoadConfig | None, store: str | None, hooks: Hooks, shape: str, rates_rps: list[float]
 ) -> None:
-    from gpuplan.adapters.bench.load.search import sweep
+    from gpuplan.usecases.bench_serve import sweep_rates
 
-    if config is None:
-        raise UserInputError("--rates cannot be combined with --resume")
-    summaries = sweep(config, rates_rps, _runner(store, hooks))
+    summaries = sweep_rates(config, rates_rps, store, hooks)
     if shape == "json":
         render.emit_json([s.model_dump(mode="json") for s in summaries])
         return
@@ -252,29 +258,12 @@ def _sweep(
 
 
 def _slo_search(
-    config: LoadConfig | None,
-    store: str | None,
-    hooks: Hooks,
-    shape: str,
-    search: tuple[float | None, float | None, int],
+    config: LoadConfig | None, store: str | None, hooks: Hooks, shape: str, search: tuple[Sla, int]
 ) -> None:
-    from gpuplan.adapters.bench.load.search import max_rate_under_slo
+    from gpuplan.usecases.bench_serve import max_rate_under_slo
 
-    ttft_p99_ms, tpot_p99_ms, steps = search
-    if config is None or config.rate_rps is None:
-        raise UserInputError("--max-rate-under-slo needs --rate (the first rate tried), not --resume")
-    if (ttft_p99_ms, tpot_p99_ms) == (None, None):
-        raise UserInputError("--max-rate-under-slo needs --slo-ttft-p99-ms and/or --slo-tpot-p99-ms")
-    if steps < 1:
-        raise UserInputError(f"--search-steps must be >= 1, got {steps}", hint="e.g. --search-steps 8")
-    result = max_rate_under_slo(
-        config,
-        _runner(store, hooks),
-        start_rps=config.rate_rps,
-        ttft_p99_ms=ttft_p99_ms,
-        tpot_p99_ms=tpot_p99_ms,
-        max_steps=steps,
-    )
+    sla, steps = search
+    result = max_rate_under_slo(config, sla, steps, store, hooks)
     if shape == "json":
         render.emit_json(result)
         return

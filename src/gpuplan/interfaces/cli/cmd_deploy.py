@@ -17,8 +17,6 @@ from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from,
 from gpuplan.interfaces.cli.render import console, json_or_table, lines, table
 from gpuplan.usecases.fleet import load_fleet, plan_from_spec
 
-__all__ = ["app"]
-
 k8s_app = typer.Typer(
     no_args_is_help=True, help="Kubernetes: render manifests, read the GPU inventory, apply."
 )

@@ -9,8 +9,6 @@ import typer
 
 from gpuplan.interfaces.cli.app import app, check_listen_address, guarded
 
-__all__ = ["app"]
-
 
 @app.command("mock-server")
 @guarded

@@ -13,8 +13,6 @@ from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import FormatOpt, fmt, guarded
 from gpuplan.interfaces.cli.cmd_bench import StoreOpt, results_app, summary_table
 
-__all__ = ["results_app"]
-
 RunIdArg = Annotated[str, typer.Argument(help="run id or a unique prefix")]
 
 

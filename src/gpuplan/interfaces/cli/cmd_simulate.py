@@ -25,8 +25,6 @@ from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.simulate import read_text, simulate_scenario
 
-__all__ = ["app"]
-
 
 @app.command("simulate")
 @guarded

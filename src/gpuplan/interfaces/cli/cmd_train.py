@@ -23,7 +23,14 @@ from gpuplan.usecases.train import (
     tokens_to_train,
 )
 
-__all__ = ["app"]
+__all__ = [
+    "MethodOpt",
+    "predict_training_scenario",
+    "recommend_training",
+    "render_train_plan",
+    "train_fit",
+    "train_plan",
+]
 
 MethodOpt = Annotated[str, typer.Option(help="full | lora | qlora | pretrain")]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated
 
 import typer
@@ -10,8 +9,6 @@ import typer
 from gpuplan.core.errors import UserInputError
 from gpuplan.interfaces.cli.app import CatalogOpt, app, catalog_from, check_listen_address, guarded
 from gpuplan.interfaces.cli.render import console
-
-__all__ = ["app"]
 
 WEB_HINT = "pip install 'gpuplan[web]'"
 
@@ -27,10 +24,15 @@ def web_cmd(
     if not 0 < port < 65536:
         raise UserInputError(f"--port {port} is not a TCP port (1-65535)")
     check_listen_address(host, port)
-    try:
-        uvicorn = importlib.import_module("uvicorn")
-        create_app = importlib.import_module("gpuplan.interfaces.web").create_app
+
+    def announce() -> None:
+        console.print(
+            f"gpuplan web on http://{host}:{port}/ (API docs: /docs); Ctrl-C stops it", highlight=False
+        )
+
+    try:  # the web extra (fastapi, uvicorn) is optional: its absence is a user error with the install hint
+        from gpuplan.interfaces.web import serve
+
+        serve(lambda: catalog_from(catalog), host, port, on_start=announce)
     except ImportError as exc:
         raise UserInputError(f"gpuplan web needs {exc.name}, which is not installed", hint=WEB_HINT) from None
-    console.print(f"gpuplan web on http://{host}:{port}/ (API docs: /docs); Ctrl-C stops it", highlight=False)
-    uvicorn.run(create_app(catalog_from(catalog)), host=host, port=port, log_level="warning")

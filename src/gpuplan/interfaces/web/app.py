@@ -9,6 +9,7 @@ script and CSS from a CDN, as FastAPI does by default.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -139,3 +140,13 @@ def create_app(catalog: Catalog | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     app.add_middleware(SecurityHeaders)
     return app
+
+
+def serve(catalog: Callable[[], Catalog], host: str, port: int, *, on_start: Callable[[], None]) -> None:
+    """Serve the app with uvicorn until Ctrl-C: import uvicorn (its ImportError, when it is not installed,
+    comes first, before ``on_start``), call ``on_start`` (the CLI's banner), build the app over
+    ``catalog()`` and run it on ``host``:``port``, logging warnings only."""
+    import uvicorn
+
+    on_start()
+    uvicorn.run(create_app(catalog()), host=host, port=port, log_level="warning")

@@ -81,6 +81,22 @@ def test_share_and_rate_mixed_and_duplicate_names() -> None:
         parse_fleet(SEED_003.replace("name: reports", "name: chat"), origin="f")
 
 
+@pytest.mark.parametrize(
+    ("sla", "line"),
+    [
+        ("{ttft_ms: 1000, e2e_p99_ms: 9000}", "classes.0.sla.e2e_p99_ms: Extra inputs are not permitted ("),
+        ('{ttft_ms: 1000, e2e_p99_ms: "x"}', "classes.0.sla.e2e_p99_ms: Extra inputs are not permitted ("),
+        ("{ttft_p99_ms: 1000}", "classes.0: Value error, class chat: fleets are sized on mean TTFT/TPOT"),
+    ],
+)
+def test_class_sla_refuses_e2e_as_unknown_and_points_p99s_to_recommend(sla: str, line: str) -> None:
+    """No path sizes a class on e2e_p99_ms, so it gets no hint (recommend refuses it too); the TTFT/TPOT
+    P99s are sized by recommend, which the refusal names."""
+    with pytest.raises(FileFormatError) as err:
+        parse_fleet(SEED_003.replace("{ttft_ms: 1000, tpot_ms: 50}", sla), origin="f")
+    assert err.value.one_line().startswith(f"f: {line}"), err.value.one_line()
+
+
 def test_mig_slice_is_a_fraction_of_the_gpu(catalog) -> None:  # type: ignore[no-untyped-def]
     offer = offers(catalog, ["A100-80GB-SXM"])[0]
     unit = mig_unit(offer, "1g.10gb")

@@ -1,9 +1,11 @@
-"""The plots only draw: no plots module imports the predictor, the planner's search, the simulator,
-the training layout search, or a use case's compute function (tests/test_architecture.py checks
-the layers, not this).
+"""The plots only draw: at run time a plots module imports from gpuplan only what ``RUNTIME_ALLOWED``
+lists (errors, units, a per-request metric, a constant, the plots package itself), so no predictor,
+search, simulator, planner or use case can slip in (tests/test_architecture.py checks the layers, not
+this). A module loaded by a string (``importlib.import_module("...")``) counts as imported.
 
 Read from the source with ``ast``, so plotly need not be installed. Names imported under
-``if TYPE_CHECKING:`` never exist at run time; there they must be classes (the answers drawn).
+``if TYPE_CHECKING:`` never exist at run time; there they may come from anywhere in gpuplan but must be
+classes (the answers drawn).
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from pathlib import Path
 import gpuplan.interfaces.plots
 
 PLOTS_DIR = Path(gpuplan.interfaces.plots.__file__).parent
-COMPUTE_MODULES = (
-    "gpuplan.core.perf",
-    "gpuplan.core.recommend",
-    "gpuplan.core.sim.simulator",
-    "gpuplan.core.training.search",
-)
-"""Modules (and their submodules) that predict, search or simulate."""
-USECASES = "gpuplan.usecases"
+PLOTS_PACKAGE = "gpuplan.interfaces.plots"
+RUNTIME_ALLOWED: dict[str, set[str] | None] = {
+    "gpuplan.core.errors": None,
+    "gpuplan.core.units": None,
+    "gpuplan.core.sim.metrics": {"per_request_s"},
+    "gpuplan.usecases.recommend": {"SCALING_GPU_COUNTS"},
+}
+"""The gpuplan modules a plots module may import at run time, with the names it may take from each
+(``None``: any name; whole modules and submodules are not allowed unless ``None``). The plots package
+itself is allowed too."""
 
 
 def _within(module: str, package: str) -> bool:
@@ -41,11 +45,22 @@ def _type_checking_nodes(tree: ast.Module) -> set[ast.AST]:
     return inside
 
 
-def _imports(tree: ast.Module, package: str) -> list[tuple[ast.stmt, str, str | None]]:
-    """(statement, absolute module, imported name or None for ``import module``) of every import."""
-    found: list[tuple[ast.stmt, str, str | None]] = []
+def _imports(tree: ast.Module, package: str) -> list[tuple[ast.stmt | ast.expr, str, str | None]]:
+    """(node, absolute module, imported name or None for a whole module) of every import, including
+    ``importlib.import_module("...")`` calls (a computed name is reported as ``<computed>``)."""
+    found: list[tuple[ast.stmt | ast.expr, str, str | None]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("importlib.import_module", "__import__"):
+            first = node.args[0] if node.args else None
+            literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
+            found.append(
+                (
+                    node,
+                    str(first.value) if literal and isinstance(first, ast.Constant) else "<computed>",
+                    None,
+                )
+            )
+        elif isinstance(node, ast.Import):
             found += [(node, alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
@@ -53,17 +68,18 @@ def _imports(tree: ast.Module, package: str) -> list[tuple[ast.stmt, str, str | 
     return found
 
 
-def _compute_import(module: str, name: str | None) -> bool:
-    """Does this run-time import bring in something that computes?"""
-    full = f"{module}.{name}" if name else module
-    if any(_within(module, m) or _within(full, m) for m in COMPUTE_MODULES):
-        return True
-    if not _within(module, USECASES):
+def _allowed_at_run_time(module: str, name: str | None) -> bool:
+    """Is this run-time import a library, the plots package or one of ``RUNTIME_ALLOWED``?"""
+    if module == "<computed>":
         return False
-    if name is None:
-        return True  # the whole use-case module, compute functions and all
-    value = getattr(importlib.import_module(module), name, None)
-    return value is None or inspect.ismodule(value) or (callable(value) and not inspect.isclass(value))
+    if module.split(".")[0] != "gpuplan":
+        return True  # a library (tests/test_architecture.py checks where each may be used)
+    if _within(module, PLOTS_PACKAGE):
+        return True
+    if module not in RUNTIME_ALLOWED:
+        return False
+    names = RUNTIME_ALLOWED[module]
+    return names is None or name in names
 
 
 def draw_only_violations(source: str, package: str = "gpuplan.interfaces.plots") -> list[str]:
@@ -77,7 +93,7 @@ def draw_only_violations(source: str, package: str = "gpuplan.interfaces.plots")
             value = getattr(importlib.import_module(module), name, None) if name else None
             if not inspect.isclass(value):
                 out.append(f"{what} (under TYPE_CHECKING only classes are named)")
-        elif _compute_import(module, name):
+        elif not _allowed_at_run_time(module, name):
             out.append(what)
     return out
 
@@ -104,6 +120,18 @@ if TYPE_CHECKING:
     from gpuplan.usecases.train import plan_training
 def lazy():
     from gpuplan.core.recommend import recommend
+from gpuplan.core.training.step import step_time
+from gpuplan.core.training.memory import training_memory
+from gpuplan.core.sim import capacity
+from gpuplan.core.fleet.planner import plan_fleet
+from gpuplan import usecases
+import importlib
+perf = importlib.import_module("gpuplan.core.perf")
+lib = importlib.import_module(name)
+from gpuplan.core.sim.metrics import per_request_s
+from gpuplan.core.errors import UserInputError
+from gpuplan.interfaces.plots.serving import Point
+plotly = importlib.import_module("plotly.graph_objects")
 """
     assert draw_only_violations(source) == [
         "line 3: gpuplan.core.perf.inference.predict_inference",
@@ -111,6 +139,14 @@ def lazy():
         "line 5: gpuplan.core.training.search",
         "line 6: gpuplan.usecases.recommend",
         "line 7: gpuplan.usecases.recommend.throughput_scaling",
+        "line 8: gpuplan.usecases.recommend.ScalingPoint",
         "line 12: gpuplan.usecases.train.plan_training (under TYPE_CHECKING only classes are named)",
         "line 14: gpuplan.core.recommend.recommend",
+        "line 15: gpuplan.core.training.step.step_time",
+        "line 16: gpuplan.core.training.memory.training_memory",
+        "line 17: gpuplan.core.sim.capacity",
+        "line 18: gpuplan.core.fleet.planner.plan_fleet",
+        "line 19: gpuplan.usecases",
+        "line 21: gpuplan.core.perf",
+        "line 22: <computed>",
     ]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticKnownError
 
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.sla import MAX_TPOT_MS, MAX_TTFT_MS, Sla
@@ -18,6 +19,10 @@ MAX_CONCURRENCY = 100_000
 """Sanity cap on closed-loop clients (each is a coroutine and a connection)."""
 Arrival = Literal["poisson", "constant", "gamma"]
 Api = Literal["completions", "chat"]
+STORED_RUN = "stored_run"
+"""Validation context key of a config read back from the store (:meth:`LoadConfig.from_stored`)."""
+GOODPUT_CAPS_MS = {"slo_ttft_ms": MAX_TTFT_MS, "slo_tpot_ms": MAX_TPOT_MS}
+"""The goodput limits' caps: the ``Sla`` caps of the TTFT and TPOT limits they become."""
 
 
 class LoadConfig(FrozenModel):
@@ -38,16 +43,29 @@ class LoadConfig(FrozenModel):
     seed: int = 0
     request_timeout_s: float = Field(default=60.0, gt=0)
     slo_ttft_ms: float | None = Field(
-        default=None, gt=0, le=MAX_TTFT_MS, description="goodput: TTFT from the scheduled send within this"
+        default=None, gt=0, description="goodput: TTFT from the scheduled send within this"
     )
-    slo_tpot_ms: float | None = Field(
-        default=None, gt=0, le=MAX_TPOT_MS, description="goodput: TPOT within this"
-    )
+    slo_tpot_ms: float | None = Field(default=None, gt=0, description="goodput: TPOT within this")
     max_requests: int = Field(default=10_000_000, ge=1, description="hard bound on requests sent")
     trace_path: str | None = Field(default=None, description="CSV/JSONL trace replayed open loop")
     prompts_path: str | None = Field(default=None, description="JSONL prompts, used in turn")
     workers: int = Field(default=1, ge=1, le=64, description="client processes sharing the schedule")
     metrics_url: str | None = Field(default=None, description="Prometheus /metrics scraped before and after")
+
+    @classmethod
+    def from_stored(cls, data: Any) -> LoadConfig:
+        """A stored run's config, read back as it was stored: every rule but the goodput limits' caps
+        applies (a run stored before the caps may hold a larger limit, and must still resume)."""
+        return cls.model_validate(data, context={STORED_RUN: True})
+
+    @field_validator("slo_ttft_ms", "slo_tpot_ms")
+    @classmethod
+    def _within_cap(cls, limit_ms: float | None, info: ValidationInfo) -> float | None:
+        """The ``Sla`` caps, in pydantic's own words, for every config but a stored one."""
+        cap_ms = GOODPUT_CAPS_MS[str(info.field_name)]
+        if limit_ms is not None and limit_ms > cap_ms and not (info.context or {}).get(STORED_RUN):
+            raise PydanticKnownError("less_than_equal", {"le": cap_ms})
+        return limit_ms
 
     @model_validator(mode="after")
     def _one_load_profile(self) -> LoadConfig:
@@ -70,8 +88,9 @@ class LoadConfig(FrozenModel):
         """``--slo-ttft-ms``/``--slo-tpot-ms`` as an SLA: per-request limits, so its P99 limits (a
         request counts towards goodput when its own TTFT and TPOT are within them, as in ``simulate``'s
         goodput, docs/metrics.md). The run config keeps the flat fields: they are the stored and
-        ``bench serve --format json`` shape."""
-        return Sla(ttft_p99_ms=self.slo_ttft_ms, tpot_p99_ms=self.slo_tpot_ms)
+        ``bench serve --format json`` shape. As recorded (:meth:`Sla.as_recorded`): a stored run
+        keeps the limits it began with."""
+        return Sla.as_recorded(ttft_p99_ms=self.slo_ttft_ms, tpot_p99_ms=self.slo_tpot_ms)
 
     @property
     def open_loop(self) -> bool:

@@ -1,11 +1,12 @@
 """Several runs: a sweep of rates, and the highest rate that meets a P99 SLO.
 
-Every step is an ordinary stored run (its own ``run_id``) made by the ``run`` given (the CLI passes
-:func:`gpuplan.usecases.bench_serve.serve`).
+Every step is an ordinary stored run (its own ``run_id``) made by the ``run`` given (the use case
+:mod:`gpuplan.usecases.bench_serve` passes its ``serve``).
 
 Max rate under SLO: a step *passes* when its achieved rate is within 1 % of the target, at most 1 %
-of its measured requests failed, P99 TTFT **from the scheduled send** is within ``ttft_p99_ms`` and
-P99 TPOT within ``tpot_p99_ms`` (each limit optional). Starting at ``start_rps`` the rate doubles until
+of its measured requests failed, P99 TTFT **from the scheduled send** is within the SLA's
+``ttft_p99_ms`` and P99 TPOT within its ``tpot_p99_ms`` (each limit optional, at least one given; the
+search checks no other limit). Starting at ``start_rps`` the rate doubles until
 a step fails (halves until one passes when the first fails), then the bracket is bisected until it is
 narrower than ``resolution`` (relative) or ``max_steps`` runs were made. The answer is the highest
 passing rate (None when none passed).
@@ -23,8 +24,11 @@ from pydantic import BaseModel, ConfigDict
 
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.summary import BenchSummary, stored_rate
+from gpuplan.core.sla import Sla
 
 Runner = Callable[[LoadConfig], BenchSummary]
+SEARCH_LIMITS = ("ttft_p99_ms", "tpot_p99_ms")
+"""The limits a step is judged on (see the module doc)."""
 
 
 class SloStep(BaseModel):
@@ -56,11 +60,10 @@ def sweep(config: LoadConfig, rates_rps: Sequence[float], run: Runner) -> list[B
     ]
 
 
-def judge(
-    summary: BenchSummary, rate_rps: float, ttft_p99_ms: float | None, tpot_p99_ms: float | None
-) -> SloStep:
-    """Whether one run at ``rate_rps`` met the SLO (see the module doc)."""
+def judge(summary: BenchSummary, rate_rps: float, sla: Sla) -> SloStep:
+    """Whether one run at ``rate_rps`` met the SLA's P99 TTFT/TPOT limits (see the module doc)."""
     ttft, tpot = summary.ttft_from_schedule_ms.p99, summary.tpot_ms.p99
+    ttft_p99_ms, tpot_p99_ms = sla.ttft_p99_ms, sla.tpot_p99_ms
     failed = summary.requests_failed / max(summary.requests_sent, 1)
     passed = (
         abs(summary.achieved_rate_rps - rate_rps) <= 0.01 * rate_rps
@@ -97,20 +100,23 @@ def max_rate_under_slo(
     run: Runner,
     *,
     start_rps: float,
-    ttft_p99_ms: float | None,
-    tpot_p99_ms: float | None,
+    sla: Sla,
     max_steps: int = 8,
     resolution: float = 0.05,
 ) -> SloSearch:
-    """Search the highest rate meeting the SLO with at most ``max_steps`` runs."""
-    if ttft_p99_ms is None and tpot_p99_ms is None:
-        raise ValueError("give --slo-ttft-p99-ms and/or --slo-tpot-p99-ms")
+    """Search the highest rate meeting the SLA's P99 TTFT/TPOT limits with at most ``max_steps`` runs;
+    ValueError when it sets neither, or a limit the search does not check."""
+    unchecked = [name for name in sla.given if name not in SEARCH_LIMITS]
+    if sla.empty or unchecked:
+        raise ValueError(
+            f"the search checks {' and/or '.join(SEARCH_LIMITS)}; got {', '.join(sla.given) or 'none'}"
+        )
     good_rps: float | None = None
     bad_rps: float | None = None
     steps: list[SloStep] = []
     rate_rps: float | None = start_rps
     while rate_rps is not None and len(steps) < max_steps:
-        step = judge(sweep(config, [rate_rps], run)[0], rate_rps, ttft_p99_ms, tpot_p99_ms)
+        step = judge(sweep(config, [rate_rps], run)[0], rate_rps, sla)
         steps.append(step)
         if step.passed:
             good_rps = rate_rps
@@ -118,5 +124,8 @@ def max_rate_under_slo(
             bad_rps = rate_rps
         rate_rps = _next_rate_rps(good_rps, bad_rps, rate_rps, resolution)
     return SloSearch(
-        max_rate_under_slo_rps=good_rps, slo_ttft_p99_ms=ttft_p99_ms, slo_tpot_p99_ms=tpot_p99_ms, steps=steps
+        max_rate_under_slo_rps=good_rps,
+        slo_ttft_p99_ms=sla.ttft_p99_ms,
+        slo_tpot_p99_ms=sla.tpot_p99_ms,
+        steps=steps,
     )

@@ -28,10 +28,13 @@ from gpuplan.adapters.bench.load.http1 import (
 )
 
 __all__ = [
+    "ERROR_BODY_BYTES",
+    "MAX_HEAD_BYTES",
     "BodySink",
     "ConnectFailed",
     "Dropped",
     "Exchange",
+    "OnDone",
     "Pool",
     "ProtocolViolation",
     "RequestTimeout",

@@ -15,6 +15,7 @@ from gpuplan.adapters.bench.load.workload import build, load_prompts, trace_span
 from gpuplan.adapters.store.compare import compare
 from gpuplan.adapters.store.database import RunInfo
 from gpuplan.core.errors import FileFormatError
+from gpuplan.core.sla import Sla
 
 
 def _config(**kw: object) -> LoadConfig:
@@ -75,14 +76,16 @@ def test_max_rate_under_slo_doubles_then_bisects() -> None:
         return _summary(cfg.rate_rps, 50.0 if cfg.rate_rps <= 300 else 500.0)
 
     result = search.max_rate_under_slo(
-        _config(rate_rps=100.0), fake, start_rps=100.0, ttft_p99_ms=100.0, tpot_p99_ms=None, max_steps=8
+        _config(rate_rps=100.0), fake, start_rps=100.0, sla=Sla(ttft_p99_ms=100.0), max_steps=8
     )
     assert tried[:3] == [100.0, 200.0, 400.0] and tried[3] == 300.0
     assert result.max_rate_under_slo_rps is not None and 280.0 <= result.max_rate_under_slo_rps <= 300.0
     assert len(result.steps) <= 8 and not result.steps[2].passed
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"; got none$"):
+        search.max_rate_under_slo(_config(rate_rps=1.0), fake, start_rps=1.0, sla=Sla())
+    with pytest.raises(ValueError, match=r"; got ttft_ms, ttft_p99_ms$"):  # a mean it does not measure
         search.max_rate_under_slo(
-            _config(rate_rps=1.0), fake, start_rps=1.0, ttft_p99_ms=None, tpot_p99_ms=None
+            _config(rate_rps=1.0), fake, start_rps=1.0, sla=Sla(ttft_ms=5.0, ttft_p99_ms=100.0)
         )
 
 

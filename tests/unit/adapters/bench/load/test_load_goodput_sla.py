@@ -42,3 +42,18 @@ def test_stored_shape_keeps_the_flat_fields() -> None:
 def test_goodput_limits_have_the_sla_bounds(field: str, value: float, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         LoadConfig.model_validate(BASE | {field: value})
+
+
+def test_a_stored_config_keeps_goodput_limits_above_the_caps() -> None:
+    """A run stored before the caps (--slo-ttft-ms 5000000) reads back, and judges goodput, as stored."""
+    stored = LoadConfig.model_validate(BASE).model_dump(mode="json") | {
+        "slo_ttft_ms": 5e6,
+        "slo_tpot_ms": 7e5,
+    }
+    with pytest.raises(ValidationError, match="less than or equal to 3600000"):
+        LoadConfig.model_validate(stored)
+    config = LoadConfig.from_stored(stored)
+    assert config.model_dump(mode="json") == stored
+    assert (config.goodput_sla.ttft_p99_ms, config.goodput_sla.tpot_p99_ms) == (5e6, 7e5)
+    with pytest.raises(ValidationError, match="greater than 0"):
+        LoadConfig.from_stored(stored | {"slo_tpot_ms": 0.0})

@@ -10,6 +10,7 @@ from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.summary import BenchSummary, summarise
 from gpuplan.adapters.store.database import Store
 from gpuplan.adapters.store.records import RequestRecord
+from gpuplan.core.sla import Sla
 
 SUMMARY_KEYS = [
     "run_id",
@@ -99,12 +100,16 @@ def test_slo_search_json_keeps_its_keys() -> None:
         return s.model_copy(update={"achieved_rate_rps": cfg.rate_rps})
 
     result = search.max_rate_under_slo(
-        _config(5.0), run, start_rps=5.0, ttft_p99_ms=100.0, tpot_p99_ms=None, max_steps=2
+        _config(5.0), run, start_rps=5.0, sla=Sla(ttft_p99_ms=100.0), max_steps=2
     )
     assert result.max_rate_under_slo_rps == 10.0
     dumped = result.model_dump(mode="json")
     assert list(dumped) == ["max_rate_under_slo", "slo_ttft_p99_ms", "slo_tpot_p99_ms", "steps"]
-    assert dumped["max_rate_under_slo"] == 10.0
+    assert (dumped["max_rate_under_slo"], dumped["slo_ttft_p99_ms"], dumped["slo_tpot_p99_ms"]) == (
+        10.0,
+        100.0,
+        None,
+    )
     step_keys = [
         "rate_rps",
         "passed",
