@@ -72,14 +72,14 @@ class ReplicaModel:
         if not mem.fits and mem.kv_pool_bytes > 0:
             raise InfeasibleError(
                 f"one request of {mem.max_model_len:,} context tokens does not fit the KV cache of "
-                f"{layout.tp * layout.pp}x{gpu.id} ({layout.weight_dtype}): only {mem.max_concurrency:.2f} of it "
+                f"{layout.gpus_per_replica}x{gpu.id} ({layout.weight_dtype}): only {mem.max_concurrency:.2f} of it "
                 f"fits in {mem.kv_pool_bytes / GIB:.1f} GiB per GPU",
                 hint="shorten the context, use fp8 KV cache, or add GPUs",
             )
         if not mem.fits:
             need = (mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes) / GIB
             raise InfeasibleError(
-                f"{model.id} does not fit on {layout.tp * layout.pp}x{gpu.id} ({layout.weight_dtype}): needs "
+                f"{model.id} does not fit on {layout.gpus_per_replica}x{gpu.id} ({layout.weight_dtype}): needs "
                 f"{need:.1f} GiB per GPU before KV cache, budget {mem.budget_bytes / GIB:.1f} GiB",
                 hint="raise tp/pp, use a smaller weight dtype or a larger GPU",
             )
@@ -180,7 +180,7 @@ def _busy_replicas(w: Workload, replicas: int) -> float:
 
 def decode_bound(step: StepModel, running: float) -> Literal["memory", "compute"]:
     """Which roofline limits the decode step's GEMMs at this batch (for explanations)."""
-    flops = running * step.matmul_flops_per_token / (step.layout.tp * step.layout.pp)
+    flops = running * step.matmul_flops_per_token / step.layout.gpus_per_replica
     t_compute = flops / step.gemm_flops_per_s
     t_memory = step.dense_weight_bytes / step.bytes_per_s
     return "compute" if t_compute > t_memory else "memory"

@@ -107,7 +107,7 @@ def models(summaries: Sequence[ModelSummary], f: Format) -> None:
 def fit(r: FitResult) -> None:
     m = r.memory
     table(
-        f"{r.model} on {r.layout.tp * r.layout.pp}x {r.gpu} ({r.layout.weight_dtype}, {r.layout.engine}) - per GPU",
+        f"{r.model} on {r.layout.gpus_per_replica}x {r.gpu} ({r.layout.weight_dtype}, {r.layout.engine}) - per GPU",
         ["part", "GiB"],
         [
             ("weights", m.weights_bytes / GIB),

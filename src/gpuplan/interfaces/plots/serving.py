@@ -193,7 +193,7 @@ def fit_figure(result: FitResult) -> Any:
         ("runtime overhead", m.overhead_bytes),
         ("KV-cache pool", m.kv_pool_bytes),
     )
-    label = f"{result.layout.tp * result.layout.pp}x {result.gpu} {result.layout.weight_dtype}"
+    label = f"{result.layout.gpus_per_replica}x {result.gpu} {result.layout.weight_dtype}"
     fig = go.Figure([go.Bar(x=[label], y=[value / GIB], name=name) for name, value in parts])
     for name, value, dash in (("budget", m.budget_bytes, "dash"), ("usable", m.usable_bytes, "solid")):
         fig.add_hline(y=value / GIB, line_dash=dash, annotation_text=f"{name} {value / GIB:.1f} GiB")
