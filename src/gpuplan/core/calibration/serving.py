@@ -64,6 +64,15 @@ class FitProvenance(FiniteModel):
     fitted_on: str
 
 
+class ReleaseFactors(FiniteModel):
+    """What one release line changes (``core/perf/engine_releases.py``); 1, 1, 0 = exactly its engine's factors."""
+
+    efficiency: float = Field(default=1.0, gt=0, le=1.5)
+    mla_moe_efficiency: float = Field(default=1.0, gt=0, le=1.5)
+    mla_moe_layer_step_s: float = Field(default=0.0, ge=0, le=0.01)
+    fitted_on: str = ""
+
+
 class Calibration(FiniteModel):
     """The efficiency factors the performance model reads (see module docstring)."""
 
@@ -82,6 +91,9 @@ class Calibration(FiniteModel):
     power_limit_exponent: float = Field(default=0.0, ge=0, le=1)
     """How much of a power-capped board's power bound reaches its GEMM rate (module docstring); 0 for
     files that predate it."""
+    release_lines: dict[str, ReleaseFactors] = Field(default_factory=dict)
+    """Factors per engine release line (``core/perf/engine_releases.py``); a line without an entry
+    runs at its engine's factors."""
     provenance: FitProvenance
 
     @model_validator(mode="after")
@@ -108,6 +120,10 @@ class Calibration(FiniteModel):
         """Whether a family's factors come from measurements rather than the default prior."""
         return family in self.compute_efficiency and family in self.bandwidth_efficiency
 
+    def release(self, line: str | None) -> ReleaseFactors:
+        """A release line's factors (its engine's own, 1/1/0, when the line has none)."""
+        return self.release_lines.get(line or "", _NO_RELEASE_FACTORS)
+
     def hop_latency(self, link: str) -> float:
         return self.hop_latency_s.get(link, self.hop_latency_s[DEFAULT_FAMILY])
 
@@ -118,6 +134,9 @@ class Calibration(FiniteModel):
         if not key:
             return float(value)
         return float(value.get(key, value[DEFAULT_FAMILY]))
+
+
+_NO_RELEASE_FACTORS = ReleaseFactors()
 
 
 def parse_calibration(data: object, *, origin: str) -> Calibration:

@@ -36,6 +36,7 @@ from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits
+from gpuplan.core.perf.engine_releases import is_mla_moe, release_line
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import (
     kv_bytes_for_sequence_per_gpu,
@@ -103,6 +104,15 @@ def tp_link(gpu: GpuSpec, tp: int) -> tuple[str, float]:
     return "pcie", (ic.pcie_bytes_per_s or PCIE_GEN3_BYTES_PER_S) / 2
 
 
+def _line_name(engine: str, version: str | None) -> str | None:
+    """The release line whose factors a step model reads: only a version the layout names picks one
+    (an unstated version runs at the engine's own factors, fitted on ``inference.csv``)."""
+    if version is None:
+        return None
+    line = release_line(engine, version)
+    return line.name if line is not None else None
+
+
 @dataclass(frozen=True)
 class StepModel:
     """Precomputed per-replica quantities; ``decode_s`` and ``prefill_s`` are cheap to call."""
@@ -135,9 +145,13 @@ class StepModel:
         engine = layout.engine
         max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
-        eng = cal.engine(engine.name)
+        release = cal.release(_line_name(engine.name, layout.engine_version))
+        eng = cal.engine(engine.name) * release.efficiency
+        math_eng, layer_step_s = eng, 0.0
+        if is_mla_moe(model):  # young MLA/block-FP8 MoE kernels: their math, and host time per layer
+            math_eng, layer_step_s = eng * release.mla_moe_efficiency, release.mla_moe_layer_step_s
         power = power_cap(gpu, cal.power_limit_exponent)
-        eta_c = cal.compute(gpu.family) * eng * power * (cal.low_precision_compute_scale if low else 1.0)
+        eta_c = cal.compute(gpu.family) * math_eng * power * (cal.low_precision_compute_scale if low else 1.0)
         weights = weight_bytes_per_gpu(
             model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
         )
@@ -150,14 +164,14 @@ class StepModel:
             gpu=gpu,
             layout=layout,
             gemm_flops_per_s=peak * eta_c,
-            attn_flops_per_s=sixteen_bit_peak_flops(gpu) * cal.compute(gpu.family) * eng * power,
+            attn_flops_per_s=sixteen_bit_peak_flops(gpu) * cal.compute(gpu.family) * math_eng * power,
             bytes_per_s=gpu.memory_bandwidth_bytes_per_s * cal.bandwidth(gpu.family) * eng,
             dense_weight_bytes=weights.dense_linear + weights.embeddings,
             routed_weight_bytes=weights.routed_experts,
             kv_dtype=layout.resolved_kv_dtype,
             allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
             allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
-            overhead_s=cal.overhead(engine.name),
+            overhead_s=cal.overhead(engine.name) + layer_step_s * model.num_layers,
             prefill_launch_s=cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
             lm_head_flops_per_token=arith.lm_head_flops_per_token(model),

@@ -208,6 +208,16 @@ def validation(r: ValidationReport) -> None:
         ["grade", "n", "median APE", "MAPE", "p90 APE"],
         [(g, st.n, _pct(st.median_ape), _pct(st.mape), _pct(st.p90_ape)) for g, st in s.by_grade.items()],
     )
+    if len(s.by_regime) > 1:
+        table(
+            "By regime",
+            ["regime", "metric", "n", "median APE", "MAPE", "p90 APE"],
+            [
+                (regime, m, st.n, _pct(st.median_ape), _pct(st.mape), _pct(st.p90_ape))
+                for regime, metrics in s.by_regime.items()
+                for m, st in metrics.items()
+            ],
+        )
     reasons: dict[str, int] = {}  # skip reason -> rows
     for row in r.rows:
         if row.skip_reason:

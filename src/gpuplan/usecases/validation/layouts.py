@@ -4,11 +4,15 @@ engine and memory-utilisation note."""
 
 from __future__ import annotations
 
+import re
+
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import engines
 from gpuplan.core.perf.layout import Layout
 from gpuplan.usecases.validation.cases import Case
 
+_VERSION_WORD = re.compile(r"\b\d+\.\d+[\w.+-]*")
+_DATE = re.compile(r"\b20\d\d-\d\d-\d\d")
 TP_CHOICES = (1, 2, 4, 8)
 """TP sizes tried when a row does not state its layout (one node)."""
 
@@ -16,6 +20,14 @@ TP_CHOICES = (1, 2, 4, 8)
 def row_engine(case: Case) -> str:
     name = case.get("framework") or "other"
     return name if name in engines() else "other"
+
+
+def row_engine_version(case: Case) -> str | None:
+    """The version the row's ``framework_reported=`` note names (``vLLM 0.7.4.dev181`` → '0.7.4.dev181',
+    a dated commit → its date), None when it names none."""
+    reported = case.get("notes").partition("framework_reported=")[2].split(" | ")[0]
+    found = _VERSION_WORD.search(reported) or _DATE.search(reported)
+    return found.group(0) if found else None
 
 
 def row_dtype(raw: str, default: str = "bf16") -> str:
@@ -39,6 +51,7 @@ def row_layouts(case: Case, model: ModelSpec) -> list[Layout]:
                 weight_dtype=row_dtype(case.get("weight_dtype")),
                 kv_dtype=case.get("kv_dtype") or None,
                 engine=row_engine(case),
+                engine_version=row_engine_version(case),
                 gpu_memory_utilization=_float_or_none(case.note("gpu_memory_utilization")),
             )
         )

@@ -33,7 +33,9 @@ from gpuplan.usecases.validation.predict_server import (
     predict_offline_dataset_case,
     predict_server_case,
 )
+from gpuplan.usecases.validation.predict_sweep import finite_prompts, predict_sweep_case, sweep_utilisation
 from gpuplan.usecases.validation.predict_training import predict_training_case
+from gpuplan.usecases.validation.regimes import Regime, load_regime, scenario_regime
 
 
 class RowResult(FrozenModel):
@@ -47,6 +49,8 @@ class RowResult(FrozenModel):
     predicted: float | None
     ape: float | None
     skip_reason: str | None
+    regime: Regime = "other"
+    """The load regime the row was measured in (``usecases/validation/regimes.py``)."""
 
 
 def predict_case(case: Case, catalog: Catalog, cal: Calibration, *, simulate: bool = True) -> RowResult:
@@ -65,7 +69,18 @@ def predict_case(case: Case, catalog: Catalog, cal: Calibration, *, simulate: bo
         return _result(case, None, exc.one_line())
     except ValidationError as exc:  # the row's conditions break a rule (tp=-2, …): the row, not the run
         return _result(case, None, f"row conditions invalid: {describe_validation_error(exc)}")
-    return _result(case, predicted, None)
+    return _result(case, predicted, None).model_copy(update={"regime": _regime(case, catalog, cal)})
+
+
+def _regime(case: Case, catalog: Catalog, cal: Calibration) -> Regime:
+    """The row's regime: by its scenario, else by the predicted utilisation of its finite run."""
+    fixed = scenario_regime(case)
+    if fixed is not None or case.schema_name != "inference":
+        return fixed or "other"
+    if finite_prompts(case) is None or case.get("scenario") not in ("concurrency", "rate"):
+        return "other"
+    model, gpu = get_model(case.get("model")), catalog.get_gpu(case.get("gpu"))
+    return load_regime(sweep_utilisation(case, model, gpu, cal))
 
 
 def _result(case: Case, predicted: float | None, skip: str | None) -> RowResult:
@@ -153,6 +168,8 @@ def _simulated_metric(
     closed loops and dataset-length offline rows when ``simulate`` (calibration fits use the analytic
     model for those: fast, and free of sampling noise)."""
     scenario = case.get("scenario")
+    if scenario in ("concurrency", "rate") and finite_prompts(case) is not None:
+        return predict_sweep_case(case, model, gpu, cal)
     if scenario in ("server", "rate"):
         return predict_server_case(case, model, gpu, cal)
     if not simulate:

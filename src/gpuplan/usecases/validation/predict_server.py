@@ -58,27 +58,27 @@ SEED = 2024
 BISECTION_STEPS = 8
 """2^-8 of the bracket (< 0.6 % of the analytic maximum): finer than the rows' own run-to-run spread."""
 _CONSTRAINT = re.compile(r"(ttft|tpot|e2e)_p99_ms\s*<=\s*([0-9.]+)")
-LATENCY_METRIC = re.compile(r"^(ttft|tpot|e2e)_ms_(mean|p50|p90|p95|p99)$")
-_THROUGHPUT = ("requests_per_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu")
+LATENCY_METRIC = re.compile(r"^(ttft|tpot|itl|e2e)_ms_(mean|p50|p90|p95|p99)$")
+THROUGHPUT_METRICS = ("requests_per_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu")
 _CONFIG = SimConfig(warmup_fraction=WARMUP_FRACTION, record_timeline=False)
 
 
 def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
     """The predicted value of a server/rate row's metric; Skip with the reason when it cannot be predicted."""
-    row = _SimulatedRow.of(case, model, gpu, cal)
+    row = SimulatedRow.of(case, model, gpu, cal)
     if row.latency is not None:
         rate = case.float_field("request_rate")
         if not rate:
             raise Skip("latency row without request_rate")
         per_replica = rate / row.replicas
         arrival = ArrivalSpec(kind="poisson", rate_rps=per_replica)
-        return _statistic(row.run(arrival, math.ceil(per_replica * RUN_DURATION_S)), *row.latency.groups())
+        return statistic(row.run(arrival, math.ceil(per_replica * RUN_DURATION_S)), *row.latency.groups())
     offline_rps = row.replica.run(row.mean)[2] / row.mean.output_tokens
     probe = row.workload(ArrivalSpec(kind="poisson", rate_rps=1.0), math.ceil(offline_rps * RUN_DURATION_S))
     found = max_rate_under_slo(row.replica, probe, _slo(case), _CONFIG, steps=BISECTION_STEPS)
     if not found.feasible:
         raise Skip(found.reason or "infeasible")
-    return _throughput(case, found.rate_rps * row.replicas, row.output_mean)
+    return throughput(case, found.rate_rps * row.replicas, row.output_mean)
 
 
 def predict_offline_dataset_case(
@@ -90,30 +90,30 @@ def predict_offline_dataset_case(
     and short answers holds its KV and refills unevenly (llama2-70b on 8x H100-SXM, I0013: 5.7 % below
     the analytic model at the mean lengths)."""
     table = dataset_of(case)
-    if table is None or table.distributions() is None or case.metric not in _THROUGHPUT:
+    if table is None or table.distributions() is None or case.metric not in THROUGHPUT_METRICS:
         return None
-    row = _SimulatedRow.of(case, model, gpu, cal)
+    row = SimulatedRow.of(case, model, gpu, cal)
     probe = row.workload(ArrivalSpec(kind="poisson", rate_rps=1.0), REQUESTS_PER_RUN)
     per_replica = saturation_requests_per_s(row.replica, probe, _CONFIG)
-    return _throughput(case, per_replica * row.replicas, row.output_mean)
+    return throughput(case, per_replica * row.replicas, row.output_mean)
 
 
 def predict_closed_loop_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> float:
     """A ``concurrency`` row: ``C / replicas`` closed-loop clients on one simulated replica, the first
     ``WARMUP_FRACTION`` of requests (the first waves, all prefilling at once) left out."""
-    row = _SimulatedRow.of(case, model, gpu, cal)
+    row = SimulatedRow.of(case, model, gpu, cal)
     clients = max(round((case.float_field("concurrency") or 1.0) / row.replicas), 1)
     arrival = ArrivalSpec(kind="closed_loop", concurrency=clients, ramp_up_s=row.cycle_s(clients))
     summary = row.run(arrival, CLOSED_LOOP_REQUESTS_PER_CLIENT * clients)
     if row.latency is not None and is_llmperf_itl(case):
-        return _statistic(summary, "e2e", row.latency.group(2)) / row.output_mean
+        return statistic(summary, "e2e", row.latency.group(2)) / row.output_mean
     if row.latency is not None:
-        return _statistic(summary, *row.latency.groups())
-    return _throughput(case, summary.requests_per_s * row.replicas, row.output_mean)
+        return statistic(summary, *row.latency.groups())
+    return throughput(case, summary.requests_per_s * row.replicas, row.output_mean)
 
 
 @dataclass(frozen=True)
-class _SimulatedRow:
+class SimulatedRow:
     """What every simulated row needs: its metric, mean lengths and their distributions, one replica and
     the replica count."""
 
@@ -125,9 +125,12 @@ class _SimulatedRow:
     replicas: int
 
     @classmethod
-    def of(cls, case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) -> _SimulatedRow:
+    def of(
+        cls, case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, *, any_metric: bool = False
+    ) -> SimulatedRow:
+        """``any_metric``: a run shared by every metric of the row's load (no metric check)."""
         latency = LATENCY_METRIC.match(case.metric)
-        if case.metric not in _THROUGHPUT and latency is None:
+        if not any_metric and case.metric not in THROUGHPUT_METRICS and latency is None:
             raise Skip(f"metric {case.metric} is not predicted by the simulator")
         inp, out = row_lengths(case)
         table = dataset_of(case)
@@ -177,7 +180,7 @@ def is_llmperf_itl(case: Case) -> bool:
     )
 
 
-def _throughput(case: Case, requests_per_s: float, out: float) -> float:
+def throughput(case: Case, requests_per_s: float, out: float) -> float:
     """A throughput metric of the whole deployment from its request rate."""
     gpus = case.int_field("num_gpus") or 1
     return {
@@ -226,8 +229,8 @@ def _replica(
     return best[1], best[2]
 
 
-def _statistic(summary: SimSummary, name: str, stat: str) -> float:
-    dist = {"ttft": summary.ttft, "tpot": summary.tpot, "e2e": summary.e2e}[name]
+def statistic(summary: SimSummary, name: str, stat: str) -> float:
+    dist = {"ttft": summary.ttft, "tpot": summary.tpot, "itl": summary.itl, "e2e": summary.e2e}[name]
     value = getattr(dist, f"{stat}_ms")
     if value is None or summary.truncated:
         raise Skip(f"simulation did not reach a steady state ({summary.truncated or 'no completed request'})")

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from pydantic import Field
 
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.usecases.validation.predict import RowResult
+from gpuplan.usecases.validation.regimes import REGIMES
 
 
 class MetricStats(FrozenModel):
@@ -23,6 +25,8 @@ class Summary(FrozenModel):
     skipped: int
     by_metric: dict[str, MetricStats]
     by_grade: dict[str, MetricStats]
+    by_regime: dict[str, dict[str, MetricStats]] = Field(default_factory=dict)
+    """Per regime (``usecases/validation/regimes.py``), per metric."""
 
 
 class ValidationReport(FrozenModel):
@@ -58,15 +62,22 @@ def summarise(rows: Iterable[RowResult]) -> Summary:
     done = [r for r in rows if r.predicted is not None]
     by_metric: dict[str, list[float]] = {}
     by_grade: dict[str, list[float]] = {}
+    by_regime: dict[str, dict[str, list[float]]] = {}
     for r in rows:
         if r.ape is None:
             continue
         by_metric.setdefault(r.metric, []).append(r.ape)
         by_grade.setdefault(r.quality or "?", []).append(r.ape)
+        by_regime.setdefault(r.regime, {}).setdefault(r.metric, []).append(r.ape)
     return Summary(
         rows=len(rows),
         predicted=len(done),
         skipped=len(rows) - len(done),
         by_metric={k: stats(v) for k, v in sorted(by_metric.items())},
         by_grade={k: stats(v) for k, v in sorted(by_grade.items())},
+        by_regime={
+            regime: {m: stats(v) for m, v in sorted(by_regime[regime].items())}
+            for regime in REGIMES
+            if regime in by_regime
+        },
     )

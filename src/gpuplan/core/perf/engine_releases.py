@@ -1,0 +1,125 @@
+"""Serving-engine release lines: the same engine runs measurably differently across its versions.
+
+A release line is a range of an engine's versions that schedule and price a step alike. What the
+line changes is fitted as few named factors per line (``ReleaseFactors`` in ``Calibration.release_lines``, fitted by
+``scripts/fit_release_lines.py`` on the light-load points of the load sweeps, each with its
+provenance), never per row:
+
+* ``efficiency``: the line's kernels and scheduler on every model, relative to its engine's fitted
+  ``engine_efficiency`` (vLLM's V1 engine against the V0 releases that ``inference.csv`` measured);
+* ``mla_moe_efficiency``: the math rate (GEMM and attention FLOP/s, not weight streaming) of models
+  with multi-head latent attention and fine-grained MoE (DeepSeek-V2/V3 and their like), whose
+  block-FP8 grouped GEMMs and MLA kernels were young in early-2025 lines
+  (vLLM 0.7 ran block-FP8 through Triton; SGLang 0.4 and TensorRT-LLM's PyTorch flow 0.17 likewise);
+* ``mla_moe_layer_step_s``: for those models, host time per transformer layer of every step (eager
+  kernel launches where the line did not capture CUDA graphs for them, Python scheduling), so a step
+  pays ``layers × mla_moe_layer_step_s`` on top of its roofline.
+
+A version the table does not know, or no version at all, reads as the engine's newest line (the
+user names the version they run: ``engine_version`` of a Layout).
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.model.spec import ModelSpec
+
+Version = tuple[int, int]
+OPEN: Version = (1_000, 0)
+"""Upper bound of an open (current) release line."""
+NEWEST: Version = (999, 0)
+"""What an unstated or unknown version reads as: inside every open line."""
+
+
+class ReleaseLine(FrozenModel):
+    """Versions ``[first, until)`` of one engine."""
+
+    name: str
+    engine: str
+    first: Version
+    until: Version
+    source: str
+
+
+RELEASE_LINES: tuple[ReleaseLine, ...] = (
+    ReleaseLine(
+        name="vllm-v0",
+        engine="vllm",
+        first=(0, 0),
+        until=(0, 8),
+        source="https://github.com/vllm-project/vllm/releases/tag/v0.8.0 (V1 engine on by default from 0.8.0)",
+    ),
+    ReleaseLine(
+        name="vllm-v1",
+        engine="vllm",
+        first=(0, 8),
+        until=OPEN,
+        source="https://github.com/vllm-project/vllm/releases/tag/v0.8.0",
+    ),
+    ReleaseLine(
+        name="sglang-0.4",
+        engine="sglang",
+        first=(0, 0),
+        until=(0, 5),
+        source="https://github.com/sgl-project/sglang/releases/tag/v0.4.3.post2",
+    ),
+    ReleaseLine(
+        name="sglang",
+        engine="sglang",
+        first=(0, 5),
+        until=OPEN,
+        source="https://github.com/sgl-project/sglang/releases/tag/v0.5.0",
+    ),
+    ReleaseLine(
+        name="trtllm-0.x",
+        engine="trtllm",
+        first=(0, 0),
+        until=(1, 0),
+        source="https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v0.17.0 (PyTorch flow experimental)",
+    ),
+    ReleaseLine(
+        name="trtllm",
+        engine="trtllm",
+        first=(1, 0),
+        until=OPEN,
+        source="https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v1.0.0",
+    ),
+)
+
+_VERSION = re.compile(r"(\d+)\.(\d+)")
+_YEAR = re.compile(r"\b(20\d\d)-\d\d")
+OLDEST: Version = (0, 0)
+LAST_V0_YEAR = 2024
+"""A version given only as a dated commit of 2024 or before predates every engine's newest line."""
+
+
+def version_of(raw: str | None) -> Version:
+    """'0.7.4.dev181+g…' → (0, 7); 'v0' → (0, 0); 'v1' → (0, 8); a 2023 commit → (0, 0); else newest."""
+    if not raw:
+        return NEWEST
+    text = raw.strip().lower()
+    if text in ("v0", "0"):
+        return OLDEST
+    if text == "v1":
+        return (0, 8)
+    found = _VERSION.search(text)
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    year = _YEAR.search(text)
+    return OLDEST if year and int(year.group(1)) <= LAST_V0_YEAR else NEWEST
+
+
+def release_line(engine: str, version: str | None) -> ReleaseLine | None:
+    """The engine's line holding ``version`` (None for engines without lines)."""
+    at = version_of(version)
+    for line in RELEASE_LINES:
+        if line.engine == engine and line.first <= at < line.until:
+            return line
+    return None
+
+
+def is_mla_moe(model: ModelSpec) -> bool:
+    """Multi-head latent attention with routed experts (the DeepSeek-V2/V3 family)."""
+    return model.mla is not None and model.moe is not None
