@@ -11,8 +11,10 @@ import time
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.recommend import recommend, tail
 from gpuplan.core.recommend.request import SearchSpace
-from gpuplan.core.recommend.search import candidate_layouts, search
+from gpuplan.core.recommend.search import candidate_layouts, one_replica, search
+from gpuplan.core.sim.tail_model import tail_estimate
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
@@ -64,5 +66,41 @@ def main() -> None:
         )
 
 
+P99_CASES = (
+    ("meta-llama/Llama-3.1-8B", 20.0),
+    ("meta-llama/Llama-3.1-70B", 5.0),
+)
+P99_SLA = Sla(ttft_p99_ms=2000, tpot_p99_ms=100)
+P99_REPEATS = 2
+
+
+def p99_main() -> None:
+    """P99-limited recommend over the whole catalog (no shortlist), and for the top plans the tail
+    model's P99s against a simulator run at the plan's per-replica rate."""
+    catalog, cal = default_catalog(), default_calibration()
+    offers = resolve.offers(catalog, None)
+    for model_id, rate in P99_CASES:
+        model = get_model(model_id)
+        target = Workload(scenario="rate", input_tokens=2048, output_tokens=300, rate_rps=rate)
+        times = []
+        for _ in range(P99_REPEATS):
+            start = time.perf_counter()
+            rec = recommend(model, offers, target, sla=P99_SLA, space=SPACE, cal=cal)
+            times.append(time.perf_counter() - start)
+        print(f"P99 {model_id} @ {rate:g} req/s: best {min(times):.2f} s, {len(rec.plans)} plans")
+        for plan in rec.plans[:3]:
+            offer = next(o for o in offers if o.gpu.id == plan.gpu)
+            replica = one_replica(model, offer.gpu, plan.layout, target, cal)
+            per = rate / plan.layout.replicas
+            est = tail_estimate(replica, input_tokens=2048, output_tokens=300, rate_rps=per)
+            sim, _ = tail._run(replica, target, per, P99_SLA)
+            print(
+                f"  {plan.layout.num_gpus}x{plan.gpu} {plan.layout.replica_label} at {per:.2f} req/s/replica: "
+                f"TTFT model {est.ttft_p99_ms:.0f} sim {sim.ttft.p99_ms or 0:.0f} ms, "
+                f"TPOT model {est.tpot_p99_ms:.1f} sim {sim.tpot.p99_ms or 0:.1f} ms"
+            )
+
+
 if __name__ == "__main__":
     main()
+    p99_main()

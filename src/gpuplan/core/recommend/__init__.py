@@ -47,7 +47,7 @@ def recommend(
     space = space or SearchSpace()
     plans, misses = search(model, offers, target, sla, space, cal=cal)
     if sla.has_percentiles:
-        plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal, progress)
+        plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal, progress, objective)
         for gpu, items in tail_misses.items():
             misses.setdefault(gpu, []).extend(items)
     budget = space.max_usd_per_hour

@@ -11,6 +11,7 @@ from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import weight_bytes_per_gpu
 from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace
+from gpuplan.core.recommend.tail import FINALISTS
 from gpuplan.core.sla import Sla
 from gpuplan.core.units import GIB
 from gpuplan.core.workload import Workload
@@ -148,9 +149,10 @@ def assumptions(space: SearchSpace, sla: Sla, offers: Sequence[GpuOffer] = ()) -
     """What the numbers rest on, stated with every answer."""
     if sla.has_percentiles:
         sizing = [
-            "P99 limits are sized with the serving simulator: per replica, the highest Poisson rate whose "
-            "simulated P99 TTFT/TPOT meet them (fixed lengths); replicas = target rate / that rate. Only the "
-            f"{space.p99_gpu_types} GPU types with the cheapest analytic plans are re-sized.",
+            "P99 limits are sized on the tail: per replica, the highest Poisson rate whose P99 TTFT/TPOT meet "
+            "them (fixed lengths); replicas = target rate / that rate. Every GPU type and layout is sized with "
+            f"the analytic tail model; the best plans of the {FINALISTS} leading GPU types are confirmed with "
+            "the serving simulator (their P99s are simulated), the others show the tail model's P99s.",
         ]
     else:
         sizing = [

@@ -40,8 +40,8 @@ class SearchSpace(FrozenModel):
         default=6,
         ge=1,
         le=64,
-        description="P99 limits: GPU types re-sized by simulation, cheapest analytic plan first (about 1 s of "
-        "simulation per plan keeps a whole-catalog P99 recommend near 10 s)",
+        description="kept for compatibility, no longer limits P99 sizing: every GPU type and layout is sized on "
+        "the tail model and the leaders are confirmed by simulation (core/recommend/tail.py)",
     )
 
 

@@ -1,0 +1,326 @@
+"""An analytic stand-in for the serving simulator's P99s: one replica, Poisson arrivals, fixed lengths.
+
+The simulator (``core/sim/simulator.py``) costs ~50 ms per 800-request run; sizing every GPU type ×
+layout on P99 by bisection over it takes seconds. This model answers the same question in
+microseconds from the same step model (``perf/roofline.py``) and the same batching limits
+(``replica_limits``), so a search can size every candidate and leave the simulator to confirm the few
+finalists (``core/sim/capacity.py max_rate_under_slo(near_rps=...)``).
+
+At a per-replica rate λ, for prompts of I tokens and answers of O tokens:
+
+* **Decode batch** (Little's law): n = λ·(O − 1)·TPOT, solved by fixed-point iteration; a tagged
+  request decodes among n others (PASTA: arrivals see the time average), so its steps run at 1 + n.
+* **Mean TPOT**: decode steps d(1 + n) stretched by the prefill-interference share
+  φ = λ·k·(s − d): each prompt adds k = ⌈I / (C − n)⌉ steps carrying a chunk of it (C: max batched
+  tokens), each s − d longer than a decode-only step. TPOT = d / (1 − φ).
+* **P99 TPOT**: a request's TPOT is the mean of its own O − 1 steps. Its batch and the prompts that
+  interfere both come from the Poisson arrivals in a window of its decode life T: a request arriving
+  a seconds from the start of the window overlaps (T − |a|)/T of it (variance of the time-average
+  batch λ·T·2/3, M/D/∞), and each arrival during the life adds δ = k·(s − d)/(O − 1) to the mean step.
+  Normal quantile of that compound-Poisson sum, with the Cornish–Fisher skew term for small counts.
+* **P99 TTFT** = the step in progress (half a step, mean residual) + the prompt's own k chunks + the
+  P99 wait behind earlier prompts, an M/D/1 queue whose server is the prefill token budget
+  (service S = I·s(n, C − n)/(C − n), ρ = λ·S; Cramér–Lundberg tail P(W > t) ≈ c·e^(−γt), γ = x/S
+  with ρ(eˣ − 1) = x, c = (1 − ρ)/(x + ρ − 1)) + the P99 wait for a seat when requests in system
+  approach the batch limit (max_num_seqs or the KV pool; Halfin–Whitt for the chance of waiting,
+  an exponential tail of rate 2(c − a)/E2E for deterministic holding times, Kingman).
+* **P99 E2E** = its mean plus the root-sum-square of the TTFT and decode excesses.
+
+Light load reduces it exactly to the simulator's lone request: TTFT = the chunked prefill alone
+(``lone_prefill_s``), TPOT = d(1). No rate above the stability limits (prefill ρ < 1, seats
+a < c, φ < 1) is ever returned. Agreement with the simulator: tests/unit/core/sim/test_tail_model.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuplan.core.perf.inference import ReplicaModel
+from gpuplan.core.sim.config import SimConfig
+from gpuplan.core.sim.simulator import replica_limits
+from gpuplan.core.sla import Sla
+from gpuplan.core.units import MS_PER_S
+
+Z99 = 2.3263478740408408
+"""Standard normal 0.99 quantile."""
+Z999 = 3.090232306167813
+"""Standard normal 0.999 quantile: the KV-pool onset of preemption (below)."""
+TAIL_PROBABILITY = 0.01
+"""P99: one request in a hundred above."""
+FIXED_POINT_ITERATIONS = 40
+FIXED_POINT_TOLERANCE = 1e-3
+"""n ↦ λ·(O − 1)·TPOT(n) is increasing; plain iteration from n = 0 climbs to the fixed point or past a
+stability limit (overload)."""
+CRAMER_NEWTON_STEPS = 40
+"""Newton steps for the M/D/1 decay root; convex f, started right of the root, converges monotonically."""
+RATE_BISECTION_STEPS = 12
+"""2^-12 of the bracket (0.025 %): far below the simulator's own P99 noise at 800 requests (~5 %)."""
+HALFIN_WHITT_NEVER_WAITS = 6.0
+"""β = (c − a)/√a above which the chance of waiting is < 1e-8 (and φ(β) underflows soon after)."""
+SLOPE_STEP = 1.0
+MIN_FEEDBACK_MARGIN = 0.05
+"""Floor of 1 − ∂n/∂n: a burst that raises the batch slows every step, which keeps requests longer and
+raises the batch again; the loop gain λ·(O − 1)·∂TPOT/∂n amplifies the batch excess by 1/(1 − gain)
+(the derivative of the fixed point). Past a gain of 0.95 the estimate is left at 20× (near overload)."""
+"""Batch step of the finite-difference slope of the decode step time (seconds per sequence)."""
+
+
+@dataclass(frozen=True)
+class TailEstimate:
+    """Predicted P99s (ms) of one replica at ``rate_rps``; ``stable`` False (and inf latencies) past
+    a stability limit, whose name ``limit`` gives."""
+
+    rate_rps: float
+    ttft_p99_ms: float
+    tpot_p99_ms: float
+    e2e_p99_ms: float
+    decode_batch: float
+    stable: bool
+    limit: str | None = None
+
+
+@dataclass(frozen=True)
+class _Lane:
+    """What the model needs of one replica and one request shape, looked up once."""
+
+    replica: ReplicaModel
+    input_tokens: int
+    output_tokens: int
+    context: float
+    budget_tokens: int
+    seats: float
+    kv_seats: float
+    """Whole-context requests the KV pool holds. Requests in system are Poisson (M/G/∞); once the pool
+    overflows at their 99.9th percentile, preemptions (recompute, LIFO) stall admissions for seconds and the
+    P99 TTFT runs away (simulated: L4 Llama-3.1-8B bf16 2048/300, onset between 0.18 and 0.22 req/s;
+    the 99th percentile would put it at 0.24)."""
+    lone_prefill_s: float
+
+    def decode_s(self, batch: float) -> float:
+        return self.replica.step.decode_s(batch=max(min(batch, self.seats), 1.0), context=self.context)
+
+    def chunk(self, batch: float) -> int:
+        """Prefill tokens a step carries beside ``batch`` decodes (the rest of the token budget)."""
+        return max(self.budget_tokens - math.ceil(min(batch, self.seats)), 1)
+
+    def mixed_s(self, batch: float, tokens: float) -> float:
+        """A step of ``batch`` decodes and ``tokens`` prompt tokens (a prefill step when no decodes)."""
+        return self.replica.step.step_s(
+            batch=min(batch, self.seats),
+            context=self.context,
+            prefill_tokens=tokens,
+            prompt_tokens=self.input_tokens,
+        )
+
+    def prompt_steps_s(self, batch: float) -> tuple[float, int]:
+        """Seconds and count of the steps that carry one prompt's chunks beside ``batch`` decodes."""
+        if not self.input_tokens:
+            return 0.0, 0
+        if batch <= 0.0:
+            return self.lone_prefill_s, math.ceil(self.input_tokens / max(self.budget_tokens, 1))
+        chunk = min(self.chunk(batch), self.input_tokens)
+        full, rest = divmod(self.input_tokens, chunk)
+        total = full * self.mixed_s(batch, chunk) + (self.mixed_s(batch, rest) if rest else 0.0)
+        return total, full + (1 if rest else 0)
+
+
+def _lane(replica: ReplicaModel, input_tokens: int, output_tokens: int) -> _Lane:
+    limits = replica_limits(replica, SimConfig(record_timeline=False))
+    held = input_tokens + output_tokens / 2.0  # life-mean KV of a request (pages grow as it decodes)
+    seats = min(float(limits.max_seqs), limits.kv_tokens / max(held + limits.state_tokens, 1.0))
+    return _Lane(
+        replica=replica,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        context=input_tokens + output_tokens / 2.0,
+        budget_tokens=limits.max_tokens,
+        seats=max(seats, 1.0),
+        kv_seats=max(limits.kv_tokens / max(input_tokens + output_tokens + limits.state_tokens, 1.0), 1.0),
+        lone_prefill_s=replica.step.lone_prefill_s(input_tokens),
+    )
+
+
+def _unstable(rate_rps: float, limit: str) -> TailEstimate:
+    inf = math.inf
+    return TailEstimate(rate_rps, inf, inf, inf, inf, stable=False, limit=limit)
+
+
+@dataclass(frozen=True)
+class _Decode:
+    """The decode side at the fixed point: batch of others, mean step, interference and TPOT."""
+
+    others: float
+    step_s: float
+    extra_s: float
+    """Seconds one prompt's chunks add to the decode timeline (all its chunks together)."""
+    chunks: int
+    share: float
+    tpot_s: float
+
+
+def _decode_at(lane: _Lane, rate_rps: float, others: float) -> _Decode:
+    """A tagged request decodes among ``others``: its step, and the extra seconds one prompt's chunks add."""
+    step_s = lane.decode_s(1.0 + others)
+    prompt_s, chunks = lane.prompt_steps_s(1.0 + others)
+    extra_s = max(prompt_s - chunks * step_s, 0.0)
+    share = rate_rps * extra_s
+    tpot = step_s / (1.0 - share) if share < 1.0 else math.inf
+    return _Decode(others, step_s, extra_s, chunks, share, tpot)
+
+
+def _decode_fixed_point(lane: _Lane, rate_rps: float) -> _Decode | str:
+    """The decode state at ``rate_rps``, or the name of the limit it runs past."""
+    others = 0.0
+    state = _decode_at(lane, rate_rps, others)
+    for _ in range(FIXED_POINT_ITERATIONS):
+        if state.share >= 1.0:
+            return "prefill interference"
+        new = rate_rps * max(lane.output_tokens - 1, 0) * state.tpot_s
+        if new >= lane.seats:
+            return "batch limit"
+        done = abs(new - others) <= FIXED_POINT_TOLERANCE * max(others, 1.0)
+        others = new
+        state = _decode_at(lane, rate_rps, others)
+        if done:
+            break
+    return state
+
+
+def _cramer_root(rho: float) -> float:
+    """x > 0 with ρ(eˣ − 1) = x (M/D/1 decay, in units of the service time)."""
+    x = 2.0 * math.log(1.0 / rho) + 2.0
+    for _ in range(CRAMER_NEWTON_STEPS):
+        ex = math.exp(x)
+        step = (rho * (ex - 1.0) - x) / (rho * ex - 1.0)
+        x -= step
+        if abs(step) < 1e-9 * x:
+            break
+    return x
+
+
+def md1_wait_p99_s(*, rate_rps: float, service_s: float) -> float:
+    """P99 wait in an M/D/1 queue (Cramér–Lundberg asymptote; 0 when fewer than 1 % wait at all)."""
+    rho = rate_rps * service_s
+    if rho <= 0.0:
+        return 0.0
+    if rho >= 1.0:
+        return math.inf
+    first = math.log((1.0 - TAIL_PROBABILITY) / (1.0 - rho)) / rate_rps
+    if first < service_s:  # exact below one service time: P(W <= t) = (1 - rho)·e^(λt), t < S
+        return max(first, 0.0)
+    x = _cramer_root(rho)
+    scale = (1.0 - rho) / (x + rho - 1.0)
+    return max(math.log(scale / TAIL_PROBABILITY), 0.0) * service_s / x
+
+
+def seat_wait_p99_s(*, offered: float, seats: float, hold_s: float) -> float:
+    """P99 wait for one of ``seats`` batch slots at ``offered`` = λ·hold requests in system
+    (Halfin–Whitt chance of waiting; exponential tail of rate 2(c − a)/hold, deterministic holds)."""
+    if offered <= 0.0:
+        return 0.0
+    if offered >= seats:
+        return math.inf
+    beta = (seats - offered) / math.sqrt(offered)
+    if beta > HALFIN_WHITT_NEVER_WAITS:
+        return 0.0
+    cdf = 0.5 * math.erfc(-beta / math.sqrt(2.0))
+    pdf = math.exp(-beta * beta / 2.0) / math.sqrt(2.0 * math.pi)
+    waiting = 1.0 / (1.0 + beta * cdf / pdf)
+    if waiting <= TAIL_PROBABILITY:
+        return 0.0
+    return math.log(waiting / TAIL_PROBABILITY) * hold_s / (2.0 * (seats - offered))
+
+
+def _queue_service_s(lane: _Lane, others: float, own_s: float) -> float:
+    """Seconds a queued prompt holds the prefill budget: its own steps, or, when m ≥ 2 prompts fit
+    one step's budget, a 1/m share of a step carrying m of them (queued prompts are packed)."""
+    per_step = lane.chunk(others) // max(lane.input_tokens, 1)
+    if per_step < 2:
+        return own_s
+    return min(own_s, lane.mixed_s(others, per_step * lane.input_tokens) / per_step)
+
+
+def _tpot_p99_s(lane: _Lane, rate_rps: float, dec: _Decode) -> float:
+    """Mean TPOT plus the compound-Poisson P99 excess of one request's mean step (module docstring)."""
+    gaps = max(lane.output_tokens - 1, 1)
+    life_s = gaps * dec.tpot_s
+    slope = (lane.decode_s(1.0 + dec.others + SLOPE_STEP) - dec.step_s) / SLOPE_STEP
+    if 1.0 + dec.others >= lane.seats:
+        slope = 0.0
+    stretch = 1.0 / (1.0 - dec.share)
+    b, p = slope * stretch, dec.extra_s * stretch / gaps  # per arrival: batch, prefill
+    m = rate_rps * life_s
+    var = m * (b * b * 2.0 / 3.0 + b * p + p * p)
+    third = m * (b**3 / 2.0 + 3.0 * b * b * p / 3.0 + 3.0 * b * p * p / 2.0 + p**3)
+    if var <= 0.0:
+        return dec.tpot_s
+    sigma = math.sqrt(var)
+    skew = third / sigma**3
+    gain = 1.0 / max(1.0 - rate_rps * gaps * b, MIN_FEEDBACK_MARGIN)
+    return dec.tpot_s + gain * sigma * (Z99 + (Z99 * Z99 - 1.0) / 6.0 * skew)
+
+
+def tail_estimate(
+    replica: ReplicaModel, *, input_tokens: int, output_tokens: int, rate_rps: float
+) -> TailEstimate:
+    """Predicted P99 TTFT/TPOT/E2E of one replica of ``replica`` at a Poisson ``rate_rps`` of requests
+    of ``input_tokens`` prompt and ``output_tokens`` answer tokens (module docstring)."""
+    return _estimate(_lane(replica, input_tokens, output_tokens), rate_rps)
+
+
+def _estimate(lane: _Lane, rate_rps: float) -> TailEstimate:
+    dec = _decode_fixed_point(lane, rate_rps)
+    if isinstance(dec, str):
+        return _unstable(rate_rps, dec)
+    others = dec.others
+    own_s = max(lane.prompt_steps_s(others)[0], lane.lone_prefill_s)
+    busy = 1.0 - math.exp(-(others + rate_rps * own_s))
+    residual_s = busy * dec.tpot_s / 2.0
+    service_s = _queue_service_s(lane, others, own_s)
+    queue_s = md1_wait_p99_s(rate_rps=rate_rps, service_s=service_s)
+    if queue_s > 0.0 and service_s < own_s:  # after a wait the prompt shares its step with those that
+        packed = min(1.0 + rate_rps * own_s, lane.chunk(others) / max(lane.input_tokens, 1))  # came meanwhile
+        own_s = max(own_s, lane.mixed_s(others, packed * lane.input_tokens))
+    if not math.isfinite(queue_s):
+        return _unstable(rate_rps, "prefill queue")
+    ttft_mean_s = own_s + residual_s
+    gaps = max(lane.output_tokens - 1, 0)
+    hold_s = ttft_mean_s + gaps * dec.tpot_s
+    offered = rate_rps * hold_s
+    if offered + Z999 * math.sqrt(offered) > lane.kv_seats:
+        return _unstable(rate_rps, "KV pool (preemptions)")
+    seat_s = seat_wait_p99_s(offered=offered, seats=lane.seats, hold_s=hold_s)
+    if not math.isfinite(seat_s):
+        return _unstable(rate_rps, "batch limit")
+    ttft_s = ttft_mean_s + queue_s + seat_s
+    tpot_s = _tpot_p99_s(lane, rate_rps, dec)
+    e2e_s = hold_s + math.hypot(ttft_s - ttft_mean_s, gaps * (tpot_s - dec.tpot_s))
+    ms = MS_PER_S
+    return TailEstimate(rate_rps, ttft_s * ms, tpot_s * ms, e2e_s * ms, others, stable=True)
+
+
+def _meets(est: TailEstimate, slo: Sla) -> bool:
+    checks = (
+        (est.ttft_p99_ms, slo.ttft_p99_ms),
+        (est.tpot_p99_ms, slo.tpot_p99_ms),
+        (est.e2e_p99_ms, slo.e2e_p99_ms),
+    )
+    return est.stable and all(limit is None or value <= limit for value, limit in checks)
+
+
+def tail_max_rate(replica: ReplicaModel, *, input_tokens: int, output_tokens: int, slo: Sla) -> float:
+    """The highest Poisson rate (req/s) one replica sustains with its predicted P99s inside the SLO's
+    P99 limits; 0 when even a lone request misses them. Bisection: every predicted P99 rises with the
+    rate, and the stability limits bound the bracket."""
+    lane = _lane(replica, input_tokens, output_tokens)
+    if not _meets(_estimate(lane, 0.0), slo):
+        return 0.0
+    hi = lane.seats / max(lane.lone_prefill_s + (output_tokens - 1) * lane.decode_s(lane.seats), 1e-12)
+    while _estimate(lane, hi).stable:  # the model's own stability bound is finite: climb to it
+        hi *= 2.0
+    lo = 0.0
+    for _ in range(RATE_BISECTION_STEPS):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if _meets(_estimate(lane, mid), slo) else (lo, mid)
+    return lo
