@@ -24,11 +24,11 @@ GRADES = ("A", "B")
 
 
 @cache
-def report(name: str) -> ValidationReport:
+def report(name: str, grades: tuple[str, ...] = GRADES) -> ValidationReport:
     path = SHARED / name
     if not path.is_file():
         pytest.skip(f"validation data not found at {path} (clone the repo next to shared/)")
-    return validate_file(path, catalog=default_catalog(), cal=default_calibration(), grades=GRADES)
+    return validate_file(path, catalog=default_catalog(), cal=default_calibration(), grades=grades)
 
 
 def apes(
