@@ -43,50 +43,22 @@ class ReleaseLine(FrozenModel):
     source: str
 
 
-RELEASE_LINES: tuple[ReleaseLine, ...] = (
-    ReleaseLine(
-        name="vllm-v0",
-        engine="vllm",
-        first=(0, 0),
-        until=(0, 8),
-        source="https://github.com/vllm-project/vllm/releases/tag/v0.8.0 (V1 engine on by default from 0.8.0)",
-    ),
-    ReleaseLine(
-        name="vllm-v1",
-        engine="vllm",
-        first=(0, 8),
-        until=OPEN,
-        source="https://github.com/vllm-project/vllm/releases/tag/v0.8.0",
-    ),
-    ReleaseLine(
-        name="sglang-0.4",
-        engine="sglang",
-        first=(0, 0),
-        until=(0, 5),
-        source="https://github.com/sgl-project/sglang/releases/tag/v0.4.3.post2",
-    ),
-    ReleaseLine(
-        name="sglang",
-        engine="sglang",
-        first=(0, 5),
-        until=OPEN,
-        source="https://github.com/sgl-project/sglang/releases/tag/v0.5.0",
-    ),
-    ReleaseLine(
-        name="trtllm-0.x",
-        engine="trtllm",
-        first=(0, 0),
-        until=(1, 0),
-        source="https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v0.17.0 (PyTorch flow experimental)",
-    ),
-    ReleaseLine(
-        name="trtllm",
-        engine="trtllm",
-        first=(1, 0),
-        until=OPEN,
-        source="https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v1.0.0",
-    ),
+_V080 = "https://github.com/vllm-project/vllm/releases/tag/v0.8.0 (V1 engine on by default from 0.8.0)"
+_LINES: tuple[tuple[str, str, Version, Version, str], ...] = (
+    # name, engine, first version, until (exclusive), source
+    ("vllm-v0", "vllm", (0, 0), (0, 8), _V080),
+    ("vllm-v1", "vllm", (0, 8), OPEN, _V080),
+    ("sglang-0.4", "sglang", (0, 0), (0, 5), "https://github.com/sgl-project/sglang/releases/tag/v0.4.3.post2"),
+    ("sglang", "sglang", (0, 5), OPEN, "https://github.com/sgl-project/sglang/releases/tag/v0.5.0"),
+    ("trtllm-0.x", "trtllm", (0, 0), (1, 0),
+     "https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v0.17.0 (PyTorch flow experimental)"),
+    ("trtllm", "trtllm", (1, 0), OPEN, "https://github.com/NVIDIA/TensorRT-LLM/releases/tag/v1.0.0"),
+)  # fmt: skip
+RELEASE_LINES: tuple[ReleaseLine, ...] = tuple(
+    ReleaseLine(name=name, engine=engine, first=first, until=until, source=source)
+    for name, engine, first, until, source in _LINES
 )
+"""Every engine's release lines, oldest first."""
 
 _VERSION = re.compile(r"(\d+)\.(\d+)")
 _YEAR = re.compile(r"\b(20\d\d)-\d\d")

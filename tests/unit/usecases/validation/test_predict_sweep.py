@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from validation_row_factory import llama8b_row
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.data.bundled_calibration import default_calibration
@@ -17,21 +18,14 @@ _NOTES = "framework_reported=vLLM 0.14.1 (V1 engine) | client: vllm bench serve 
 
 
 def _row(metric: str, *, scenario: str = "concurrency", load: str = "1", notes: str = _NOTES) -> Case:
-    fields = {
-        "framework": "vllm",
-        "model": "meta-llama/Llama-3.1-8B",
-        "gpu": "H100-SXM",
-        "num_gpus": "1",
-        "tp": "1",
-        "weight_dtype": "bf16",
-        "input_len": "512",
-        "output_len": "128",
-        "scenario": scenario,
-        "concurrency": load if scenario == "concurrency" else "",
-        "request_rate": load if scenario == "rate" else "",
-        "notes": notes,
-    }
-    return Case(schema_name="inference", id="S1", metric=metric, value=1.0, quality="A", fields=fields)
+    closed = scenario == "concurrency"
+    return llama8b_row(
+        metric,
+        scenario=scenario,
+        concurrency=load if closed else "",
+        request_rate="" if closed else load,
+        notes=notes,
+    )
 
 
 def _predict(case: Case) -> float:

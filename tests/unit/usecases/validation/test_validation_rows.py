@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+from validation_row_factory import llama8b_row
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.data.bundled_calibration import default_calibration
@@ -14,21 +15,7 @@ from gpuplan.usecases.validation.predict import predict_case
 
 def _case(metric: str, concurrency: int | None, **extra: str) -> Case:
     """A Llama-3.1-8B row on one H100; ``concurrency`` None leaves the field blank (offline, server)."""
-    fields = {
-        "framework": "vllm",
-        "model": "meta-llama/Llama-3.1-8B",
-        "gpu": "H100-SXM",
-        "num_gpus": "1",
-        "tp": "1",
-        "weight_dtype": "bf16",
-        "input_len": "512",
-        "output_len": "128",
-        "scenario": "concurrency",
-        "concurrency": "" if concurrency is None else str(concurrency),
-        "notes": "",
-        **extra,
-    }
-    return Case(schema_name="inference", id="T1", metric=metric, value=1.0, quality="A", fields=fields)
+    return llama8b_row(metric, concurrency="" if concurrency is None else str(concurrency), **extra)
 
 
 def _both(case: Case) -> tuple[float, float]:
