@@ -272,9 +272,9 @@ def test_training_recommend_refuses_serving_flags(user_error: UserError) -> None
 @pytest.mark.parametrize(
     ("edit", "field"),
     [
-        (("rate_rps: 0.5", "rate_rps: true"), "workload.arrival.rate_rps"),
+        (("rate_rps: 0.5", "rate_rps: true"), "workload.rate_rps"),
         (("count: 5", "count: yes"), "hardware.count"),
-        (("tpot_p99_ms: 100", "tpot_p99_ms: false"), "slo.tpot_p99_ms"),
+        (("tpot_p99_ms: 100", "tpot_p99_ms: false"), "sla.tpot_p99_ms"),
     ],
 )
 def test_yaml_booleans_are_not_numbers(

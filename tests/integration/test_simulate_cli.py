@@ -66,7 +66,10 @@ def test_trace_workload_and_table(invoke: Invoke, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        (SCENARIO.replace("rate_rps: 15", "rate_rps: 0"), "workload.arrival.rate_rps"),
+        (
+            SCENARIO.replace("rate_rps: 15", "rate_rps: 0"),
+            "workload.rate_rps: Input should be greater than 0 (",
+        ),
         (SCENARIO.replace("H100-SXM", "H999"), "unknown GPU"),
         (
             TRACE_SCENARIO.format(trace="no.csv"),

@@ -8,20 +8,36 @@ field path (schema), and the rule, on one line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
+from gpuplan.adapters.scenario_files.arrival import ArrivalSection, legacy_notes, upgrade_document
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
-from gpuplan.core.sla import MEAN_LIMITS, Sla, refuse_unchecked
+from gpuplan.core.sim.config import SimConfig
+from gpuplan.core.sla import MEAN_LIMITS, P99_LIMITS, Sla, refuse_unchecked
 from gpuplan.core.workload import Workload
 
 RECOMMEND_LIMITS = (*MEAN_LIMITS, "ttft_p99_ms", "tpot_p99_ms")
 """The ``sla:`` limits ``recommend`` sizes on: means analytically, P99s with the serving simulator."""
+ALL_LIMITS = (*MEAN_LIMITS, *P99_LIMITS)
+"""Every limit of the core ``Sla``: what ``simulate`` checks (means and P99s of the simulated requests)
+and what ``predict`` reads a simulate document with."""
+SLA_LIMITS = "sla limits"
+"""The validation-context key naming the ``sla:`` limits a parse accepts."""
 
 
 class HardwareSection(FiniteModel):
@@ -63,37 +79,99 @@ class DeploymentDocument(FiniteModel):
     max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
 
 
-class ScenarioFile(DeploymentDocument):
-    """The whole scenario document."""
+class ServingDocument(DeploymentDocument):
+    """The one serving scenario document of ``predict``, ``recommend``, ``fit`` and ``simulate``: the
+    deployment, the core ``workload`` and ``sla``, and what only the simulator reads (``arrival``,
+    ``simulation``, ``capacity_search``; docs/scenarios.md, docs/simulator.md). Older simulate
+    documents (``slo:``, traffic inside ``workload:``) are read in today's shape
+    (:func:`~gpuplan.adapters.scenario_files.arrival.upgrade_document`).
 
-    workload: Workload
+    ``workload`` may be left out only when a trace gives the simulator every request's lengths; the
+    commands that need it (:class:`ScenarioFile`) require it. ``sla`` takes every limit the core
+    ``Sla`` holds unless the validation context's ``SLA_LIMITS`` key (or the class's ``sla_limits``)
+    names fewer: those a command does not check are refused as unknown keys."""
+
+    sla_limits: ClassVar[tuple[str, ...]] = ALL_LIMITS
+    workload: Workload | None = None
     sla: Sla = Sla()
     prices: PricesSection = PricesSection()
     ownership: OwnershipAssumptions = OwnershipAssumptions()
     objective: Literal["cost", "latency", "throughput"] = "cost"
+    arrival: ArrivalSection | None = None
+    simulation: SimConfig = SimConfig()
+    capacity_search: bool = Field(default=False, description="simulate: bisect the highest rate meeting sla")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _todays_shape(cls, data: Any) -> Any:
+        return upgrade_document(data)
 
     @field_validator("workload", mode="wrap")
     @classmethod
-    def _as_written(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Workload:
-        """The workload as written (``Workload.as_written``): one document serves predict, recommend and
-        fit, each reading the loads it needs."""
-        return value if isinstance(value, Workload) else Workload.as_written(value)
+    def _as_written(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Workload | None:
+        """The workload as written (``Workload.as_written``): one document serves predict, recommend,
+        fit and simulate, each reading the loads it needs."""
+        return value if value is None or isinstance(value, Workload) else Workload.as_written(value)
 
     @field_validator("sla", mode="wrap")
     @classmethod
-    def _limits_recommend_checks(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Sla:
-        """``e2e_p99_ms`` is refused as an unknown key (recommend does not check it; predict and fit
-        read the means), before any value is read."""
-        return refuse_unchecked(value, handler, RECOMMEND_LIMITS)
+    def _limits_the_command_checks(
+        cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Sla:
+        """A limit the command does not check is refused as an unknown key, before any value is read."""
+        limits = (info.context or {}).get(SLA_LIMITS, cls.sla_limits)
+        return refuse_unchecked(value, handler, limits)
+
+    @model_validator(mode="after")
+    def _one_value_each(self) -> ServingDocument:
+        """A length or load written in both ``workload`` and ``arrival`` means one value."""
+        if self.workload is None:
+            if self.arrival is None or not (self.arrival.kind == "trace" or self.arrival.lengths_from_trace):
+                raise PydanticCustomError("missing", "workload: Field required")
+            return self
+        if self.arrival is not None:
+            for problem in arrival_conflicts(self.workload, self.arrival):
+                raise ValueError(problem)
+        return self
+
+
+def arrival_conflicts(workload: Workload, arrival: ArrivalSection) -> list[str]:
+    """Where ``arrival`` gives a length mean or a load other than the workload's (one line each)."""
+    problems = []
+    for name in ("input_tokens", "output_tokens"):
+        dist = getattr(arrival, name)
+        if dist is not None and max(round(dist.mean_tokens), 1) != getattr(workload, name):
+            problems.append(
+                f"workload.{name} ({getattr(workload, name)}) is not the mean of arrival.{name} "
+                f"({dist.mean_tokens:g}): leave workload.{name} out, or make them agree"
+            )
+    for name in ("rate_rps", "concurrency"):
+        mine, theirs = getattr(arrival, name), getattr(workload, name)
+        if mine is not None and theirs is not None and mine != theirs:
+            problems.append(
+                f"arrival.{name} ({mine:g}) differs from workload.{name} ({theirs:g}): "
+                "give it once, in workload"
+            )
+    return problems
+
+
+class ScenarioFile(ServingDocument):
+    """A serving document with its workload (predict, recommend, fit); ``sla`` takes the limits
+    ``recommend`` checks unless the parse names others."""
+
+    sla_limits: ClassVar[tuple[str, ...]] = RECOMMEND_LIMITS
+    workload: Workload
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-def parse_yaml_document(text: str, model: type[ModelT], *, origin: str, keys: str, doc: str) -> ModelT:
+def parse_yaml_document(
+    text: str, model: type[ModelT], *, origin: str, keys: str, doc: str, context: dict[str, Any] | None = None
+) -> ModelT:
     """One YAML document → one validated ``model``. FileFormatError names ``origin`` and the YAML
     line (syntax) or the field path and rule (schema), on one line; ``keys`` and ``doc`` go into the
-    hints ("expected a mapping with keys {keys}", "see {doc}")."""
+    hints ("expected a mapping with keys {keys}", "see {doc}"); ``context``: pydantic's."""
     try:
         data: Any = yaml.safe_load(text)
     except RecursionError:
@@ -108,23 +186,38 @@ def parse_yaml_document(text: str, model: type[ModelT], *, origin: str, keys: st
             f"{origin}: expected a mapping with keys {keys}; got {type(data).__name__}", hint=f"see {doc}"
         )
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise FileFormatError(f"{origin}: {describe_validation_error(exc)}", hint=f"see {doc}") from None
     except RecursionError:
         raise FileFormatError(f"{origin}: document nested too deeply") from None
 
 
-def parse_scenario(text: str, *, origin: str) -> ScenarioFile:
-    """Validate scenario YAML text; FileFormatError names ``origin``, the line or the field."""
+def parse_scenario(text: str, *, origin: str, sla_limits: tuple[str, ...] = RECOMMEND_LIMITS) -> ScenarioFile:
+    """Validate scenario YAML text; FileFormatError names ``origin``, the line or the field.
+    ``sla_limits``: the limits the command checks (others are refused); ``predict`` passes
+    ``ALL_LIMITS`` so that it reads every document ``simulate`` reads."""
     return parse_yaml_document(
-        text, ScenarioFile, origin=origin, keys="model, workload, ...", doc="docs/scenarios.md"
+        text,
+        ScenarioFile,
+        origin=origin,
+        keys="model, workload, ...",
+        doc="docs/scenarios.md",
+        context={SLA_LIMITS: sla_limits},
     )
 
 
-def load_scenario(path: Path) -> ScenarioFile:
+def load_scenario(path: Path, *, sla_limits: tuple[str, ...] = RECOMMEND_LIMITS) -> ScenarioFile:
     """Read and validate a scenario file."""
-    return parse_scenario(read_scenario_text(path), origin=str(path))
+    return parse_scenario(read_scenario_text(path), origin=str(path), sla_limits=sla_limits)
+
+
+def scenario_notes(text: str) -> list[str]:
+    """The deprecation notes of a scenario's older names (``slo:``, traffic inside ``workload:``)."""
+    try:
+        return legacy_notes(yaml.safe_load(text))
+    except (yaml.YAMLError, RecursionError):
+        return []  # the real parse reports the error with its line
 
 
 def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
@@ -132,8 +225,8 @@ def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
     errors = _causes(exc.errors())
     parts = []
     for err in errors[:limit]:
-        loc = ".".join(_one_line(str(p)) for p in err["loc"]) or "(document)"
-        parts.append(f"{loc}: {_one_line(err['msg'])}")
+        loc = ".".join(_one_line(str(p)) for p in err["loc"])
+        parts.append(f"{loc}: {_one_line(err['msg'])}" if loc else _one_line(err["msg"]))
     more = len(errors) - limit
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 

@@ -14,22 +14,25 @@ from typing import Annotated
 
 import typer
 
+from gpuplan.adapters.scenario_files.deployment import scenario_notes
 from gpuplan.adapters.scenario_files.simulate import parse_simulate_scenario
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.sim.capacity import CapacityResult
 from gpuplan.core.sim.metrics import SimSummary, per_request_s
 from gpuplan.core.sim.simulator import SimResult
 from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
-from gpuplan.interfaces.cli.render import console, emit_json, lines, progress_bar, table
+from gpuplan.interfaces.cli.render import console, emit_json, lines, note, progress_bar, table
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases.calibration.profile import load_calibration
-from gpuplan.usecases.simulate import read_text, simulate_scenario
+from gpuplan.usecases.simulate import LimitCheck, read_text, simulate_scenario
 
 
 @app.command("simulate")
 @guarded
 def simulate_cmd(
-    scenario: Annotated[Path, typer.Argument(help="simulate scenario YAML (docs/simulator.md)")],
+    scenario: Annotated[
+        Path, typer.Argument(help="scenario YAML, the one predict reads (docs/simulator.md)")
+    ],
     plot: Annotated[Path | None, typer.Option(help="write the timeline chart: FILE.html or FILE.png")] = None,
     trace_out: Annotated[Path | None, typer.Option(help="write per-request times (CSV) here")] = None,
     calibration: CalibrationOpt = None,
@@ -38,7 +41,8 @@ def simulate_cmd(
 ) -> None:
     """Simulate continuous batching on one deployment: P50-P99 latencies, throughput, goodput, KV use."""
     out_format = fmt(format)
-    sc = parse_simulate_scenario(read_text(scenario, "scenario"), origin=str(scenario))
+    text = read_text(scenario, "scenario")
+    sc = parse_simulate_scenario(text, origin=str(scenario))
     cal = load_calibration(calibration) if calibration else None
     with progress_bar("simulating") as progress:
         outcome = simulate_scenario(
@@ -48,15 +52,20 @@ def simulate_cmd(
         _write_requests(trace_out, outcome.result)
     if plot is not None:
         plots.write_simulation_plot(plot, outcome.result)
-    _render(outcome.summary, outcome.capacity, out_format)
+    _render(outcome.summary, outcome.capacity, outcome.sla, out_format)
+    for line in scenario_notes(text):  # after the result: an error stays the one stderr line
+        note(f"{scenario}: {line}")
 
 
-def _render(summary: SimSummary, capacity: CapacityResult | None, f: str) -> None:
+def _render(
+    summary: SimSummary, capacity: CapacityResult | None, sla: tuple[LimitCheck, ...], f: str
+) -> None:
     if f == "json":
         emit_json(
             {
                 "summary": summary.model_dump(mode="json"),
                 "capacity": None if capacity is None else capacity.model_dump(mode="json"),
+                "sla": [check.model_dump(mode="json") for check in sla],
             }
         )
         return
@@ -78,18 +87,26 @@ def _render(summary: SimSummary, capacity: CapacityResult | None, f: str) -> Non
         )
     if summary.goodput_requests_per_s is not None:
         notes.append(
-            f"goodput {summary.goodput_requests_per_s:.2f} req/s ({summary.slo_attainment or 0:.1%} within SLO)"
+            f"goodput {summary.goodput_requests_per_s:.2f} req/s "
+            f"({summary.slo_attainment or 0:.1%} within the P99 limits, per request)"
         )
+    notes += [_limit_line(check) for check in sla]
     if summary.truncated:
         notes.append(f"TRUNCATED: {summary.truncated}")
     if capacity is not None:
         notes.append(
-            f"capacity under the SLO: {capacity.rate_rps:.2f} req/s"
+            f"capacity under the P99 limits: {capacity.rate_rps:.2f} req/s"
             if capacity.feasible
             else f"capacity: {capacity.reason}"
         )
     lines(notes, title=f"{summary.events:,} events, {summary.sim_time_s:,.1f} s simulated")
     console.print()
+
+
+def _limit_line(check: LimitCheck) -> str:
+    """``sla.ttft_p99_ms 1,000 ms: 812 ms, met`` (the simulated statistic against its limit)."""
+    measured = "not reached" if check.measured_ms is None else f"{check.measured_ms:,.1f} ms"
+    return f"sla.{check.limit} {check.limit_ms:,.0f} ms: {measured}, {'met' if check.met else 'NOT met'}"
 
 
 def _write_requests(path: Path, result: SimResult) -> None:

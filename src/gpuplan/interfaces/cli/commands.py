@@ -11,12 +11,14 @@ import typer
 
 from gpuplan.adapters.models.registry import list_models
 from gpuplan.adapters.scenario_files.deployment import (
+    ALL_LIMITS,
     ScenarioFile,
     is_training_document,
     load_scenario,
     parse_scenario,
     parse_training_scenario,
     read_scenario_text,
+    scenario_notes,
 )
 from gpuplan.core.errors import InfeasibleError, UserInputError
 from gpuplan.data.bundled_calibration import default_calibration
@@ -32,7 +34,7 @@ from gpuplan.interfaces.cli.app import (
     guarded,
 )
 from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
-from gpuplan.interfaces.cli.render import progress_bar
+from gpuplan.interfaces.cli.render import note, progress_bar
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
@@ -149,17 +151,21 @@ def predict(
     format: FormatOpt = "table",
 ) -> None:
     """Latency, throughput and cost of one deployment on one workload (or one training layout's step
-    time and memory, for a scenario with a ``training`` section)."""
+    time and memory, for a scenario with a ``training`` section). Reads the document simulate reads,
+    its ``workload`` only (the analytic means; ``arrival``, ``simulation`` and ``sla`` are simulate's)."""
     text = read_scenario_text(scenario)
     if is_training_document(text):
         predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
         return
+    sc = parse_scenario(text, origin=str(scenario), sla_limits=ALL_LIMITS)
     result = predict_from_scenario(
-        parse_scenario(text, origin=str(scenario)),
+        sc,
         catalog_from(catalog),
         load_calibration(calibration) if calibration else None,
     )
     views.predict(result, fmt(format))
+    for line in scenario_notes(text):  # after the result: an error stays the one stderr line
+        note(f"{scenario}: {line}")
 
 
 TtftP99Opt = Annotated[float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")]

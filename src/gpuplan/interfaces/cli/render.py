@@ -62,6 +62,13 @@ def error(message: str) -> None:
     err_console.print(line, highlight=False)
 
 
+def note(message: str) -> None:
+    """One advisory line on stderr (a deprecated name read, ...); stdout stays the result."""
+    line = Text("note: ", style="bold yellow")
+    line.append(message)
+    err_console.print(line, highlight=False)
+
+
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     t = Table(title=title, title_justify="left", header_style="bold")
     for c in columns:

@@ -40,7 +40,7 @@ from gpuplan.usecases.fit import FitResult
 from gpuplan.usecases.predict import PredictResult, predict_from_scenario
 from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
 from gpuplan.usecases.resolve import offers
-from gpuplan.usecases.simulate import simulate_scenario
+from gpuplan.usecases.simulate import requests_planned, simulate_scenario
 from gpuplan.usecases.train import (
     TrainPlanRequest,
     TrainPlanResult,
@@ -202,10 +202,11 @@ async def fit(body: FitRequest, catalog: CatalogDep) -> FitResult:
 async def simulate(body: SimulateScenario, catalog: CatalogDep) -> SimulateResponse:
     """Simulate a scenario document (no trace files; at most WEB_MAX_SIM_REQUESTS requests)."""
     model_spec(body.model, None)  # bundled ids only: the web never reads a path
-    if body.workload.num_requests > WEB_MAX_SIM_REQUESTS:
+    planned = requests_planned(body)
+    if planned > WEB_MAX_SIM_REQUESTS:
         raise HTTPException(
             422,
-            f"workload.num_requests {body.workload.num_requests} is over the web API's limit of "
+            f"arrival.num_requests {planned} is over the web API's limit of "
             f"{WEB_MAX_SIM_REQUESTS}; use gpuplan simulate for longer runs",
         )
     outcome = await bounded_call(lambda: simulate_scenario(body, catalog, base_dir=None))

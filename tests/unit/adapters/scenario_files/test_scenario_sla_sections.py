@@ -1,6 +1,6 @@
-"""The ``sla:`` section of predict/recommend scenarios and the ``slo:`` section of simulate scenarios
-are both a ``gpuplan.core.sla.Sla``; each refuses the limits its path does not check as unknown keys,
-at their own path, whatever their value (the words the strict sections had)."""
+"""The ``sla:`` section of a scenario is a ``gpuplan.core.sla.Sla``; recommend refuses the limits it
+does not check as unknown keys, at their own path, whatever their value (the words the strict sections
+had); simulate checks all of them, and reads the older simulate name ``slo:`` as ``sla:``."""
 
 from __future__ import annotations
 
@@ -48,25 +48,36 @@ def test_scenario_sla_refusals_name_the_field(section: str, line: str) -> None:
     assert caught.value.one_line().startswith(line), caught.value.one_line()
 
 
-def test_simulate_slo_takes_p99_limits_and_refuses_means() -> None:
-    sc = parse_simulate_scenario(SIMULATE % "{ttft_p99_ms: 1000, e2e_p99_ms: 9000}", origin="s")
-    assert sc.slo == Sla(ttft_p99_ms=1000, e2e_p99_ms=9000)
+def test_simulate_sla_takes_every_limit_and_reads_slo_as_sla() -> None:
+    # simulate checks means and P99s of the simulated requests, so its sla takes all five limits
+    limits = "{ttft_ms: 500, tpot_ms: 40, ttft_p99_ms: 1000, tpot_p99_ms: 60, e2e_p99_ms: 9000}"
+    new = parse_simulate_scenario(SIMULATE.replace("slo:", "sla:") % limits, origin="s")
+    old = parse_simulate_scenario(SIMULATE % limits, origin="s")  # the older name of the section
+    assert (
+        new.sla == old.sla == Sla(ttft_ms=500, tpot_ms=40, ttft_p99_ms=1000, tpot_p99_ms=60, e2e_p99_ms=9000)
+    )
+
+
+def test_sla_and_slo_together_is_one_line_naming_both() -> None:
+    with pytest.raises(FileFormatError) as caught:
+        parse_simulate_scenario(SIMULATE % "{ttft_p99_ms: 1}" + "sla: {ttft_p99_ms: 2}\n", origin="s")
+    line = caught.value.one_line()
+    assert line.startswith("s: sla and slo are both given") and "\n" not in line, line
 
 
 @pytest.mark.parametrize(
     ("section", "line"),
     [
-        ("{tpot_ms: 50}", "s: slo.tpot_ms: Extra inputs are not permitted ("),
-        ("{ttft_ms: -5}", "s: slo.ttft_ms: Extra inputs are not permitted ("),
+        ("{ttft_ms: -5}", "s: sla.ttft_ms: Input should be greater than 0 ("),
         (
             "{ttft_ms: 1, foo: 2, ttft_p99_ms: true}",
-            "s: slo.ttft_p99_ms: expected a number, got a boolean (true/false); "
-            "slo.ttft_ms: Extra inputs are not permitted; slo.foo: Extra inputs are not permitted (",
+            "s: sla.ttft_p99_ms: expected a number, got a boolean (true/false); "
+            "sla.foo: Extra inputs are not permitted (",
         ),
-        ("{e2e_p99_ms: 86400001}", "s: slo.e2e_p99_ms: Input should be less than or equal to 86400000 ("),
+        ("{e2e_p99_ms: 86400001}", "s: sla.e2e_p99_ms: Input should be less than or equal to 86400000 ("),
     ],
 )
-def test_simulate_slo_refuses_means_before_their_values(section: str, line: str) -> None:
+def test_simulate_sla_refusals_name_the_field(section: str, line: str) -> None:
     with pytest.raises(FileFormatError) as caught:
         parse_simulate_scenario(SIMULATE % section, origin="s")
     assert caught.value.one_line().startswith(line), caught.value.one_line()

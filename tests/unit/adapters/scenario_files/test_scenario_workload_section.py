@@ -47,7 +47,7 @@ def test_any_loads_are_accepted_as_written(section: str) -> None:
             "{input_tokens: 10, output_tokens: 5, batch_size: 0}",
             "a: workload.batch_size: Input should be greater than or equal to 1",
         ),
-        ("{input_tokens: 10, output_tokens: 5, seed: 1}", "a: workload.seed: Extra inputs are not permitted"),
+        ("{input_tokens: 10, output_tokens: 5, sed: 1}", "a: workload.sed: Extra inputs are not permitted"),
         ("[1]", "a: workload: Input should be a valid dictionary or instance of Workload"),
     ],
 )

@@ -65,7 +65,7 @@ def test_trace_is_sorted_and_starts_at_zero() -> None:
 
 
 def test_scenario_errors_name_the_field_and_line() -> None:
-    with pytest.raises(FileFormatError, match=r"s.yaml: workload.arrival.rate_rps"):
+    with pytest.raises(FileFormatError, match=r"s.yaml: arrival.rate_rps"):
         parse_simulate_scenario(
             "model: m\nworkload: {arrival: {kind: poisson, rate_rps: 0}}\n", origin="s.yaml"
         )
