@@ -15,8 +15,10 @@ provenance), never per row:
   kernel launches where the line did not capture CUDA graphs for them, Python scheduling), so a step
   pays ``layers × mla_moe_layer_step_s`` on top of its roofline.
 
-A version the table does not know, or no version at all, reads as the engine's newest line (the
-user names the version they run: ``engine_version`` of a Layout).
+A version the table does not know reads as the engine's newest line. No version at all (a Layout
+without ``engine_version``, the default of ``predict`` and ``recommend``) keeps the engine's own factors,
+fitted on ``inference.csv`` (``core/perf/roofline.py``): a user names the version they run to get its
+line's factors.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ def light_rows(cases: Sequence[Case]) -> dict[str, list[Case]]:
     """The fit rows of each release line: TTFT/TPOT medians at each sweep's lightest loads."""
     sweeps: dict[tuple[object, ...], list[Case]] = defaultdict(list)
     for case in cases:
-        if finite_prompts(case) is not None and case.metric in FIT_METRICS:
+        stated = row_engine_version(case) is not None  # an unstated version runs at the engine's factors
+        if stated and finite_prompts(case) is not None and case.metric in FIT_METRICS:
             sweeps[_sweep_key(case)].append(case)
     by_line: dict[str, list[Case]] = defaultdict(list)
     for rows in sweeps.values():
@@ -101,4 +102,5 @@ def _sweep_key(case: Case) -> tuple[object, ...]:
         "input_len",
         "output_len",
     )
-    return (*sorted((k, v) for k, v in case.fields.items() if k not in skip), finite_prompts(case))
+    fields = sorted((k, v) for k, v in case.fields.items() if k not in skip)
+    return (*fields, finite_prompts(case), row_engine_version(case))

@@ -11,7 +11,8 @@ from gpuplan.core.perf.engine_profiles import engines
 from gpuplan.core.perf.layout import Layout
 from gpuplan.usecases.validation.cases import Case
 
-_VERSION_WORD = re.compile(r"\b\d+\.\d+[\w.+-]*")
+_VERSION_WORD = re.compile(r"(?<![\w.-])v?(\d+\.\d+[\w.+]*)")
+_BRACKETS = re.compile(r"\([^)]*\)")
 _DATE = re.compile(r"\b20\d\d-\d\d-\d\d")
 TP_CHOICES = (1, 2, 4, 8)
 """TP sizes tried when a row does not state its layout (one node)."""
@@ -26,8 +27,11 @@ def row_engine_version(case: Case) -> str | None:
     """The version the row's ``framework_reported=`` note names (``vLLM 0.7.4.dev181`` → '0.7.4.dev181',
     a dated commit → its date), None when it names none."""
     reported = case.get("notes").partition("framework_reported=")[2].split(" | ")[0]
-    found = _VERSION_WORD.search(reported) or _DATE.search(reported)
-    return found.group(0) if found else None
+    found = _VERSION_WORD.search(_BRACKETS.sub(" ", reported))  # not a model or image name in brackets
+    if found:
+        return found.group(1)
+    dated = _DATE.search(reported)
+    return dated.group(0) if dated else None
 
 
 def row_dtype(raw: str, default: str = "bf16") -> str:

@@ -69,7 +69,8 @@ def predict_case(case: Case, catalog: Catalog, cal: Calibration, *, simulate: bo
         return _result(case, None, exc.one_line())
     except ValidationError as exc:  # the row's conditions break a rule (tp=-2, …): the row, not the run
         return _result(case, None, f"row conditions invalid: {describe_validation_error(exc)}")
-    return _result(case, predicted, None).model_copy(update={"regime": _regime(case, catalog, cal)})
+    regime = _regime(case, catalog, cal) if simulate else scenario_regime(case) or "other"
+    return _result(case, predicted, None).model_copy(update={"regime": regime})
 
 
 def _regime(case: Case, catalog: Catalog, cal: Calibration) -> Regime:
@@ -168,7 +169,7 @@ def _simulated_metric(
     closed loops and dataset-length offline rows when ``simulate`` (calibration fits use the analytic
     model for those: fast, and free of sampling noise)."""
     scenario = case.get("scenario")
-    if scenario in ("concurrency", "rate") and finite_prompts(case) is not None:
+    if simulate and scenario in ("concurrency", "rate") and finite_prompts(case) is not None:
         return predict_sweep_case(case, model, gpu, cal)
     if scenario in ("server", "rate"):
         return predict_server_case(case, model, gpu, cal)

@@ -36,7 +36,8 @@ PAST_SATURATION = 1.0
 
 def past_saturation_noted(case: Case) -> bool:
     """The source's notes mark the point as at or above saturation."""
-    return "above saturation" in case.get("notes")
+    notes = case.get("notes").lower()
+    return "above saturation" in notes or "at saturation" in notes
 
 
 def scenario_regime(case: Case) -> Regime | None:
@@ -44,7 +45,7 @@ def scenario_regime(case: Case) -> Regime | None:
     scenario = case.get("scenario")
     if past_saturation_noted(case):
         return "past saturation"
-    if scenario == "single" or case.get("concurrency") == "1" or case.get("batch_size") == "1":
+    if scenario == "single" or case.float_field("concurrency") == 1 or case.float_field("batch_size") == 1:
         return "single"
     if scenario in ("offline", "static_batch"):
         return "saturated"

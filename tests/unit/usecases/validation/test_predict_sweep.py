@@ -40,6 +40,10 @@ def test_the_run_length_and_engine_version_are_read_from_the_notes() -> None:
     assert row_engine_version(_row("ttft_ms_p50")) == "0.14.1"
     dated = _row("ttft_ms_p50", notes="framework_reported=vLLM commit acbed3e (2023-10-06)")
     assert row_engine_version(dated) == "2023-10-06"
+    prefixed = _row("ttft_ms_p50", notes="framework_reported=SGLang v0.4.3.post2 | x")
+    assert row_engine_version(prefixed) == "0.4.3.post2"  # 'v' is not part of the version, 0.4 is
+    nim = _row("ttft_ms_p50", notes="framework_reported=NVIDIA NIM (llama-3.3-70b-instruct container) 1.8.0")
+    assert row_engine_version(nim) == "1.8.0"  # a model name in brackets is not the engine's version
 
 
 def test_one_client_every_gap_is_one_decode_step() -> None:
