@@ -86,6 +86,11 @@ def solve_log_space(
     return np.exp(result.x)
 
 
+SIMULATED_DIFF_STEP = 0.05
+"""Relative finite-difference step for fits over simulated predictions (5 %): a finer step chases
+the simulator's sampling noise (one seed, a few hundred requests) instead of the factor's effect."""
+
+
 def solve_bounded(
     residuals: Callable[[np.ndarray], np.ndarray],
     start: Sequence[float],
@@ -94,13 +99,12 @@ def solve_bounded(
     *,
     max_evals: int = 40,
 ) -> tuple[np.ndarray, float]:
-    """Plain bounded least squares (5 % finite-difference steps, for simulated predictions whose
-    sampling noise a finer step would chase); the solution and the rms of its residuals."""
+    """Plain bounded least squares (``SIMULATED_DIFF_STEP``); the solution and the rms of its residuals."""
     fit = least_squares(
         residuals,
         list(start),
         bounds=(list(lower), list(upper)),
-        diff_step=[0.05] * len(start),
+        diff_step=[SIMULATED_DIFF_STEP] * len(start),
         max_nfev=max_evals,
     )
     return fit.x, float(np.sqrt(np.mean(fit.fun**2)))

@@ -27,6 +27,7 @@ import re
 
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.engine_profiles import VLLM_V1_DEFAULT, parse_version
 
 Version = tuple[int, int]
 OPEN: Version = (1_000, 0)
@@ -48,8 +49,8 @@ class ReleaseLine(FrozenModel):
 _V080 = "https://github.com/vllm-project/vllm/releases/tag/v0.8.0 (V1 engine on by default from 0.8.0)"
 _LINES: tuple[tuple[str, str, Version, Version, str], ...] = (
     # name, engine, first version, until (exclusive), source
-    ("vllm-v0", "vllm", (0, 0), (0, 8), _V080),
-    ("vllm-v1", "vllm", (0, 8), OPEN, _V080),
+    ("vllm-v0", "vllm", (0, 0), VLLM_V1_DEFAULT, _V080),
+    ("vllm-v1", "vllm", VLLM_V1_DEFAULT, OPEN, _V080),
     ("sglang-0.4", "sglang", (0, 0), (0, 5), "https://github.com/sgl-project/sglang/releases/tag/v0.4.3.post2"),
     ("sglang", "sglang", (0, 5), OPEN, "https://github.com/sgl-project/sglang/releases/tag/v0.5.0"),
     ("trtllm-0.x", "trtllm", (0, 0), (1, 0),
@@ -62,7 +63,6 @@ RELEASE_LINES: tuple[ReleaseLine, ...] = tuple(
 )
 """Every engine's release lines, oldest first."""
 
-_VERSION = re.compile(r"(\d+)\.(\d+)")
 _YEAR = re.compile(r"\b(20\d\d)-\d\d")
 OLDEST: Version = (0, 0)
 LAST_V0_YEAR = 2024
@@ -70,18 +70,12 @@ LAST_V0_YEAR = 2024
 
 
 def version_of(raw: str | None) -> Version:
-    """'0.7.4.dev181+g…' → (0, 7); 'v0' → (0, 0); 'v1' → (0, 8); a 2023 commit → (0, 0); else newest."""
-    if not raw:
-        return NEWEST
-    text = raw.strip().lower()
-    if text in ("v0", "0"):
-        return OLDEST
-    if text == "v1":
-        return (0, 8)
-    found = _VERSION.search(text)
-    if found:
-        return int(found.group(1)), int(found.group(2))
-    year = _YEAR.search(text)
+    """``parse_version``'s (major, minor) ('0.7.4.dev181+g…' → (0, 7), 'v0', 'v1'); a dated commit of
+    ``LAST_V0_YEAR`` or before → (0, 0); anything else (unstated, unknown) → newest."""
+    parsed = parse_version(raw)
+    if parsed is not None:
+        return parsed
+    year = _YEAR.search(raw or "")
     return OLDEST if year and int(year.group(1)) <= LAST_V0_YEAR else NEWEST
 
 

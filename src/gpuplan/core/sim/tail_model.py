@@ -59,11 +59,11 @@ RATE_BISECTION_STEPS = 12
 HALFIN_WHITT_NEVER_WAITS = 6.0
 """β = (c − a)/√a above which the chance of waiting is < 1e-8 (and φ(β) underflows soon after)."""
 SLOPE_STEP = 1.0
+"""Batch step of the finite-difference slope of the decode step time (seconds per sequence)."""
 MIN_FEEDBACK_MARGIN = 0.05
 """Floor of 1 − ∂n/∂n: a burst that raises the batch slows every step, which keeps requests longer and
 raises the batch again; the loop gain λ·(O − 1)·∂TPOT/∂n amplifies the batch excess by 1/(1 − gain)
 (the derivative of the fixed point). Past a gain of 0.95 the estimate is left at 20× (near overload)."""
-"""Batch step of the finite-difference slope of the decode step time (seconds per sequence)."""
 
 
 @dataclass(frozen=True)

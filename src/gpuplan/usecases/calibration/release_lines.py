@@ -34,7 +34,11 @@ FIT_METRICS = ("ttft_ms_p50", "tpot_ms_p50")
 LIGHT_LEVELS = 2
 """Load levels of each sweep that the fit reads (its lightest)."""
 _BOUNDS = {"efficiency": (0.3, 1.5), "mla_moe_efficiency": (0.02, 1.5), "mla_moe_layer_step_s": (0.0, 0.005)}
+"""Physical ranges: efficiencies up to ``MAX_FACTOR`` of their engine's (down to 2 % of the math rate
+for MLA/MoE); host time per layer per step from 0 (CUDA graphs) to 5 ms (a slow eager Python step)."""
 _START = {"efficiency": 1.0, "mla_moe_efficiency": 0.3, "mla_moe_layer_step_s": 1e-4}
+"""Starting points: the engine's own rate; a third of the math rate; 0.1 ms per layer (~10 eager
+kernel launches of ~10 µs)."""
 
 
 def light_rows(cases: Sequence[Case]) -> dict[str, list[Case]]:

@@ -73,8 +73,9 @@ def predict_server_case(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibra
         per_replica = rate / row.replicas
         arrival = ArrivalSpec(kind="poisson", rate_rps=per_replica)
         return statistic(row.run(arrival, math.ceil(per_replica * RUN_DURATION_S)), *row.latency.groups())
-    offline_rps = row.replica.run(row.mean)[2] / row.mean.output_tokens
-    probe = row.workload(ArrivalSpec(kind="poisson", rate_rps=1.0), math.ceil(offline_rps * RUN_DURATION_S))
+    probe = row.workload(
+        ArrivalSpec(kind="poisson", rate_rps=1.0), math.ceil(row.offline_rps * RUN_DURATION_S)
+    )
     found = max_rate_under_slo(row.replica, probe, _slo(case), _CONFIG, steps=BISECTION_STEPS)
     if not found.feasible:
         raise Skip(found.reason or "infeasible")
@@ -140,6 +141,11 @@ class SimulatedRow:
         longest = max(lengths[0].values or (inp,)) + max(lengths[1].values or (out,))
         replica, replicas = _replica(case, model, gpu, cal, mean, longest)
         return cls(latency, mean, lengths, replica, replicas)
+
+    @property
+    def offline_rps(self) -> float:
+        """One replica's analytic offline maximum at the row's mean lengths, requests/s."""
+        return self.replica.run(self.mean)[2] / self.mean.output_tokens
 
     @property
     def output_mean(self) -> float:

@@ -100,8 +100,7 @@ def _simulate_run(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) 
         seed=SEED,
     )
     summary = summarise(simulate(row.replica, generate(spec), _SWEEP_CONFIG))
-    capacity_rps = row.replica.run(row.mean)[2] / row.mean.output_tokens
-    return summary, row.replicas, row.output_mean, summary.requests_per_s / max(capacity_rps, 1e-12)
+    return summary, row.replicas, row.output_mean, summary.requests_per_s / max(row.offline_rps, 1e-12)
 
 
 def _arrival(case: Case, replicas: int) -> ArrivalSpec:
