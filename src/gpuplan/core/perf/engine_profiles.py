@@ -13,6 +13,7 @@ from pydantic import Field
 
 from gpuplan.core.errors import UnknownNameError
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.model.spec import ModelSpec
 
 EngineName = Literal["vllm", "trtllm", "sglang", "lmdeploy", "tgi", "llamacpp", "mlc", "other"]
 KvReservation = Literal["full", "current"]
@@ -138,6 +139,24 @@ def vllm_v0_batched_tokens(max_model_len: int) -> int:
     if max_model_len > VLLM_V0_CHUNKED_ABOVE_TOKENS:
         return VLLM_V0_MIN_BATCHED_TOKENS
     return max(max_model_len, VLLM_V0_MIN_BATCHED_TOKENS)
+
+
+VLLM_V0_MLA_UNCHUNKED = (
+    "https://github.com/vllm-project/vllm/pull/12642 (vLLM 0.7.1: 'MLA is enabled; forcing chunked prefill "
+    "and prefix caching to be disabled', still logged by the 0.7.3 release); "
+    "https://github.com/vllm-project/vllm/pull/12639 (MLA chunked prefill, not on by default in V0)"
+)
+"""vLLM's V0 engine runs MLA models (DeepSeek-V2/V3) without chunked prefill."""
+
+
+def unchunked_prefill_tokens(engine: EngineProfile, version: str | None, model: ModelSpec) -> int | None:
+    """Tokens of one whole-prompt prefill step where the engine's release runs the model without
+    chunked prefill (``VLLM_V0_MLA_UNCHUNKED``): V0's ``max(max_model_len, 2048)``, with vLLM's
+    default ``max_model_len`` (the model's ``max_position_embeddings``); None where it chunks.
+    Such a step holds whole prompts only and the decodes wait for it (vLLM V0's scheduler)."""
+    if not (is_vllm_v0(engine, version) and model.mla is not None):
+        return None
+    return max(model.max_position_embeddings or VLLM_V0_MIN_BATCHED_TOKENS, VLLM_V0_MIN_BATCHED_TOKENS)
 
 
 def parse_version(raw: str | None) -> tuple[int, int] | None:

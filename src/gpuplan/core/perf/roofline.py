@@ -35,7 +35,7 @@ from gpuplan.core.dtypes import DType
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits
+from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, unchunked_prefill_tokens
 from gpuplan.core.perf.engine_releases import is_mla_moe, release_line
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import (
@@ -135,6 +135,8 @@ class StepModel:
     engine: EngineProfile
     max_seqs: int
     chunk_tokens: int
+    chunked_prefill: bool
+    """False: a prefill step holds whole prompts only (``unchunked_prefill_tokens``) and decodes wait."""
     overlap_loss: float
     expert_efficiency: float
     routed_flops_per_token: float
@@ -144,6 +146,7 @@ class StepModel:
     def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, cal: Calibration) -> StepModel:
         engine = layout.engine
         max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
+        whole_prompts = unchunked_prefill_tokens(engine, layout.engine_version, model)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
         release = cal.release(_line_name(engine.name, layout.engine_version))
         eng = cal.engine(engine.name) * release.efficiency
@@ -177,7 +180,8 @@ class StepModel:
             lm_head_flops_per_token=arith.lm_head_flops_per_token(model),
             engine=engine,
             max_seqs=max_seqs,
-            chunk_tokens=chunk,
+            chunk_tokens=whole_prompts or chunk,
+            chunked_prefill=whole_prompts is None,
             overlap_loss=cal.overlap_loss,
             expert_efficiency=cal.expert_efficiency,
             routed_flops_per_token=arith.routed_flops_per_token(model),

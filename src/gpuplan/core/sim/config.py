@@ -33,7 +33,10 @@ class SimConfig(FiniteModel):
     max_num_seqs: int | None = Field(default=None, ge=1, le=1_000_000)
     max_batched_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     block_size_tokens: int | None = Field(default=None, ge=1, le=4096)
-    chunked_prefill: bool = True
+    chunked_prefill: bool | None = Field(
+        default=None,
+        description="None: the engine's own (chunked, but whole prompts for vLLM V0 on MLA models)",
+    )
     prefix_cache_hit_rate: float = Field(
         default=0.0,
         ge=0.0,

@@ -67,7 +67,7 @@ def replica_limits(replica: ReplicaModel, config: SimConfig) -> ReplicaLimits:
         block_tokens=config.block_size_tokens or engine.block_size_tokens,
         state_tokens=recurrent_state_bytes_per_gpu(step.model, tp=step.layout.tp, pp=step.layout.pp)
         / max(mem.kv_bytes_per_token, 1e-30),
-        chunked=config.chunked_prefill,
+        chunked=step.chunked_prefill if config.chunked_prefill is None else config.chunked_prefill,
         hit_rate=config.prefix_cache_hit_rate,
         reserve_full=reservation == "full",
         swap=config.preemption == "swap",
