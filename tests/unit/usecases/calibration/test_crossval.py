@@ -10,7 +10,12 @@ import pytest
 from gpuplan.adapters.catalog.loader import load_catalog
 from gpuplan.core.errors import UserInputError
 from gpuplan.data.bundled_calibration import prior_calibration
-from gpuplan.usecases.calibration.crossval import MIN_TRAINING_ROWS, cross_validate, cross_validate_file
+from gpuplan.usecases.calibration.crossval import (
+    MIN_TRAINING_ROWS,
+    cross_validate,
+    cross_validate_file,
+    cross_validate_sweeps,
+)
 from gpuplan.usecases.calibration.published_serving import fit_rows
 from gpuplan.usecases.validation.cases import Case
 
@@ -55,3 +60,28 @@ def test_a_fold_with_too_few_rows_left_to_fit_is_skipped() -> None:
 def test_simulated_scenarios_are_left_out_of_the_fit() -> None:
     cases = [_case(0, "H100-SXM", "offline"), _case(1, "H100-SXM", "server"), _case(2, "H100-SXM", "rate")]
     assert [c.id for c in fit_rows(cases)] == ["r0"]
+
+
+SWEEP_HEADER = "id,model,gpu,num_gpus,scenario,concurrency,input_len,output_len,metric,value,quality,notes\n"
+
+
+def _sweep_file(folder: Path) -> Path:
+    path = folder / "serving_sweeps.csv"
+    row = "s{i},meta-llama/Llama-3.1-8B,H100-SXM,1,concurrency,{c},1000,200,output_tokens_per_s,900,A,--num-prompts 100\n"
+    path.write_text(SWEEP_HEADER + "".join(row.format(i=i, c=2**i) for i in range(3)))
+    return path
+
+
+def test_load_sweeps_need_the_inference_rows_beside_them(tmp_path: Path) -> None:
+    """A sweep row is predicted with the inference factors too, so a fold must refit those as well."""
+    with pytest.raises(
+        UserInputError, match=r"refits the inference factors too, and .*inference\.csv is missing"
+    ):
+        cross_validate_file(_sweep_file(tmp_path), CATALOG, grades=["A"], by="gpu")
+
+
+def test_a_sweep_fold_without_enough_inference_rows_left_is_skipped() -> None:
+    sweeps = [_case(0, "H100-SXM", "concurrency")]
+    inference = [_case(i, "H100-SXM") for i in range(MIN_TRAINING_ROWS)]
+    result = cross_validate_sweeps(sweeps, inference, CATALOG, prior_calibration(), by="gpu")
+    assert result.folds == [] and result.summary.rows == 0
