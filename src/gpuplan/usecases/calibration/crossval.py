@@ -26,8 +26,8 @@ from gpuplan.data.bundled_calibration import prior_calibration
 from gpuplan.usecases.calibration.published_serving import fit_calibration
 from gpuplan.usecases.calibration.release_lines import fit_release_lines
 from gpuplan.usecases.validation.cases import Case, read_cases
-from gpuplan.usecases.validation.predict_sweep import finite_prompts
 from gpuplan.usecases.validation.predict import RowResult, predict_case
+from gpuplan.usecases.validation.predict_sweep import finite_prompts
 from gpuplan.usecases.validation.report import MetricStats, Summary, stats, summarise
 
 GroupBy = Literal["gpu", "model"]

@@ -7,13 +7,18 @@ import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.core.perf.engine_profiles import VLLM, VLLM_V0_MIN_BATCHED_TOKENS, get_engine, unchunked_prefill_tokens
+from gpuplan.core.perf.engine_profiles import (
+    VLLM,
+    VLLM_V0_MIN_BATCHED_TOKENS,
+    get_engine,
+    unchunked_prefill_tokens,
+)
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import FUSED_MOE_CHUNK_TOKENS, SIXTEEN_BIT, activation_peak_bytes
 from gpuplan.core.sim.config import SimConfig
-from gpuplan.core.sim.workload import Requests
 from gpuplan.core.sim.simulator import simulate
+from gpuplan.core.sim.workload import Requests
 from gpuplan.data.bundled_calibration import default_calibration
 
 DEEPSEEK = "deepseek-ai/DeepSeek-V3"

@@ -67,7 +67,8 @@ SWEEP_HEADER = "id,model,gpu,num_gpus,scenario,concurrency,input_len,output_len,
 
 def _sweep_file(folder: Path) -> Path:
     path = folder / "serving_sweeps.csv"
-    row = "s{i},meta-llama/Llama-3.1-8B,H100-SXM,1,concurrency,{c},1000,200,output_tokens_per_s,900,A,--num-prompts 100\n"
+    row = "s{i},meta-llama/Llama-3.1-8B,H100-SXM,1,concurrency,{c},1000,200,output_tokens_per_s,900,A,"
+    row += "--num-prompts 100\n"
     path.write_text(SWEEP_HEADER + "".join(row.format(i=i, c=2**i) for i in range(3)))
     return path
 
