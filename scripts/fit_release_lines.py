@@ -14,7 +14,7 @@ import yaml
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.data.bundled_calibration import default_calibration
-from gpuplan.usecases.calibration.release_lines import fit_release_lines
+from gpuplan.usecases.calibration.release_lines import RELEASE_LINE_GRADES, fit_release_lines
 from gpuplan.usecases.validation.cases import read_cases
 
 TARGET = Path(__file__).resolve().parents[1] / "src/gpuplan/data/calibration/calibration.yaml"
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
         return 2
     _, cases = read_cases(Path(argv[1]))
     cal = default_calibration().model_copy(update={"release_lines": {}})
-    lines = fit_release_lines([c for c in cases if c.quality in ("A", "B", "C")], default_catalog(), cal)
+    lines = fit_release_lines([c for c in cases if c.quality in RELEASE_LINE_GRADES], default_catalog(), cal)
     data = yaml.safe_load(TARGET.read_text(encoding="utf-8"))
     data["release_lines"] = {name: factors.model_dump() for name, factors in lines.items()}
     head = "".join(

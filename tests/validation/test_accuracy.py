@@ -1,7 +1,9 @@
 """Accuracy against published measurements (shared/validation), on quality A+B rows.
 
 The data lives next to the repository (``../shared/validation``: CI clones the repo beside a copy
-of shared/); the tests skip when it is absent. Thresholds are the issue's acceptance criteria.
+of shared/); the tests skip when it is absent. Thresholds are the issues' acceptance criteria: on
+``inference.csv`` issue 16's "no regression" bounds (throughput median 10 %, MAPE 14 %; TTFT and TPOT
+MAPE 25 %; the constrained rate of MLPerf Server rows MAPE 15 %).
 Errors are APE = |predicted / measured − 1|; "pooled" means all rows of a metric group together.
 """
 
@@ -27,12 +29,12 @@ def test_inference_rows_predicted() -> None:
 
 def test_throughput_median_ape() -> None:
     errors = apes(report("inference.csv"), THROUGHPUT)
-    assert np.median(errors) <= 0.20, f"pooled median APE {np.median(errors):.3f} over {errors.size} rows"
+    assert np.median(errors) <= 0.10, f"pooled median APE {np.median(errors):.3f} over {errors.size} rows"
 
 
 def test_throughput_mape() -> None:
     errors = apes(report("inference.csv"), THROUGHPUT)
-    assert errors.mean() <= 0.30, f"pooled MAPE {errors.mean():.3f} over {errors.size} rows"
+    assert errors.mean() <= 0.14, f"pooled MAPE {errors.mean():.3f} over {errors.size} rows"
 
 
 CLIENT_LIMITED_ROW = "I0444"
@@ -56,12 +58,24 @@ def test_rows_known_to_be_wrong_are_not_graded_a_or_b(csv_name: str, row_id: str
 
 def test_ttft_mape() -> None:
     errors = apes(report("inference.csv"), prefix="ttft_")
-    assert errors.mean() <= 0.40, f"TTFT MAPE {errors.mean():.3f} over {errors.size} rows"
+    assert errors.mean() <= 0.25, f"TTFT MAPE {errors.mean():.3f} over {errors.size} rows"
 
 
 def test_tpot_mape() -> None:
     errors = apes(report("inference.csv"), prefix="tpot_")
-    assert errors.mean() <= 0.40, f"TPOT MAPE {errors.mean():.3f} over {errors.size} rows"
+    assert errors.mean() <= 0.25, f"TPOT MAPE {errors.mean():.3f} over {errors.size} rows"
+
+
+def test_constrained_rate_mape() -> None:
+    """MLPerf Server rows are judged on the highest rate whose P99s meet their constraint; an
+    over-predicted one is a plan under-provisioned for its SLA."""
+    errors = [
+        r.ape for r in report("inference.csv").rows if r.regime == "constrained rate" and r.ape is not None
+    ]
+    assert errors, "no constrained-rate row predicted"
+    assert float(np.mean(errors)) <= 0.15, (
+        f"constrained-rate MAPE {np.mean(errors):.3f} over {len(errors)} rows"
+    )
 
 
 # --- inference_memory.csv --------------------------------------------------------------------------

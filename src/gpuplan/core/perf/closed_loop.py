@@ -80,7 +80,7 @@ def _prompt_budget(step: StepModel, w: Workload, running: float) -> _Budget | No
     wait. The longest step is a full chunk beside all ``running`` decodes. None without a prompt."""
     if w.input_tokens <= 0:
         return None
-    chunk = min(float(step.chunk_tokens), running * w.input_tokens)
+    chunk = min(float(step.prefill_step_tokens), running * w.input_tokens)
     decoding = min(running, max(chunk * max(w.output_tokens - 1, 0) / w.input_tokens, 1.0))
     context = mean_context(w)
     full_step_s = step.step_s(

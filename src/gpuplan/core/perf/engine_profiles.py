@@ -149,10 +149,12 @@ VLLM_V0_MLA_UNCHUNKED = (
 """vLLM's V0 engine runs MLA models (DeepSeek-V2/V3) without chunked prefill."""
 
 
-def unchunked_prefill_tokens(engine: EngineProfile, version: str | None, model: ModelSpec) -> int | None:
+def unchunked_prefill_tokens(*, engine: EngineProfile, version: str | None, model: ModelSpec) -> int | None:
     """Tokens of one whole-prompt prefill step where the engine's release runs the model without
-    chunked prefill (``VLLM_V0_MLA_UNCHUNKED``): V0's ``max(max_model_len, 2048)``, with vLLM's
-    default ``max_model_len`` (the model's ``max_position_embeddings``); None where it chunks.
+    chunked prefill (``VLLM_V0_MLA_UNCHUNKED``, which turns prefix caching off too): V0's
+    ``max(max_model_len, 2048)`` at vLLM's default ``max_model_len``, the model's
+    ``max_position_embeddings`` (a Layout carries no server ``max_model_len``; the context the
+    models are built for is the longest request, not the server's limit); None where it chunks.
     Such a step holds whole prompts only and the decodes wait for it (vLLM V0's scheduler)."""
     if not (is_vllm_v0(engine, version) and model.mla is not None):
         return None

@@ -45,10 +45,11 @@ TRTLLM_NON_TORCH_BYTES = 2.5 * GIB
 LOGIT_BYTES_PER_ELEMENT = 4.0
 """Sampling materialises fp32 logits for every sequence in the profile batch."""
 SIXTEEN_BIT = 2.0
-FUSED_MOE_CHUNK_TOKENS = 64 * 1024
-"""Tokens vLLM's Triton fused-MoE kernel runs at a time (``VLLM_FUSED_MOE_CHUNK_SIZE``, default 64 Ki);
-its buffers are sized for that many tokens
-(https://github.com/vllm-project/vllm/blob/v0.7.3/vllm/model_executor/layers/fused_moe/fused_moe.py)."""
+FUSED_MOE_CHUNK_TOKENS = 32 * 1024
+"""Tokens vLLM's Triton fused-MoE kernel runs at a time, its buffers sized for that many
+(``VLLM_FUSED_MOE_CHUNK_SIZE``: ``int(os.getenv(..., "32768"))`` in
+https://github.com/vllm-project/vllm/blob/v0.7.3/vllm/envs.py; the ``64 * 1024`` beside it is only
+the type-checking stub; used in vllm/model_executor/layers/fused_moe/fused_moe.py)."""
 
 
 class WeightBytes(FrozenModel):
@@ -167,10 +168,12 @@ def activation_peak_bytes(model: ModelSpec, *, batched_tokens: int, max_seqs: in
     ) * head_dim
     per_token = (3 * ffn + qkv) / tp + 2 * model.hidden_size
     logits = max_seqs * model.vocab_size / tp * LOGIT_BYTES_PER_ELEMENT
-    return (batched_tokens * per_token + _routed_outputs(model, batched_tokens)) * SIXTEEN_BIT + logits
+    return (
+        batched_tokens * per_token + _routed_output_elements(model, batched_tokens)
+    ) * SIXTEEN_BIT + logits
 
 
-def _routed_outputs(model: ModelSpec, batched_tokens: int) -> float:
+def _routed_output_elements(model: ModelSpec, batched_tokens: int) -> float:
     """Elements of the fused-MoE kernel's per-expert outputs before the top-k sum: one hidden-size row
     per token and routed expert (``intermediate_cache3``, shape (M, top_k, hidden)), for at most
     ``FUSED_MOE_CHUNK_TOKENS`` tokens at a time."""
@@ -224,7 +227,7 @@ def inference_memory(
     max_seqs, batched = batching_limits(engine, usable_gib=usable / GIB, gpu_id=gpu.id)
     context = max_model_len or model.max_position_embeddings or 4096
     if is_vllm_v0(engine, layout.engine_version):
-        whole_prompts = unchunked_prefill_tokens(engine, layout.engine_version, model)
+        whole_prompts = unchunked_prefill_tokens(engine=engine, version=layout.engine_version, model=model)
         max_seqs, batched = engine.max_num_seqs, whole_prompts or vllm_v0_batched_tokens(context)
     weights = weight_bytes_per_gpu(
         model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep

@@ -135,8 +135,10 @@ class StepModel:
     engine: EngineProfile
     max_seqs: int
     chunk_tokens: int
-    chunked_prefill: bool
-    """False: a prefill step holds whole prompts only (``unchunked_prefill_tokens``) and decodes wait."""
+    """Prefill chunk of a chunking engine (its default ``max_batched_tokens``)."""
+    whole_prompt_tokens: int | None
+    """Set where the engine's release prefills whole prompts in steps of their own, this many tokens
+    at most, while decodes wait (``unchunked_prefill_tokens``); None where it chunks."""
     overlap_loss: float
     expert_efficiency: float
     routed_flops_per_token: float
@@ -146,7 +148,7 @@ class StepModel:
     def build(cls, model: ModelSpec, gpu: GpuSpec, layout: Layout, cal: Calibration) -> StepModel:
         engine = layout.engine
         max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
-        whole_prompts = unchunked_prefill_tokens(engine, layout.engine_version, model)
+        whole_prompts = unchunked_prefill_tokens(engine=engine, version=layout.engine_version, model=model)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
         release = cal.release(_line_name(engine.name, layout.engine_version))
         eng = cal.engine(engine.name) * release.efficiency
@@ -180,12 +182,22 @@ class StepModel:
             lm_head_flops_per_token=arith.lm_head_flops_per_token(model),
             engine=engine,
             max_seqs=max_seqs,
-            chunk_tokens=whole_prompts or chunk,
-            chunked_prefill=whole_prompts is None,
+            chunk_tokens=chunk,
+            whole_prompt_tokens=whole_prompts,
             overlap_loss=cal.overlap_loss,
             expert_efficiency=cal.expert_efficiency,
             routed_flops_per_token=arith.routed_flops_per_token(model),
         )
+
+    @property
+    def chunked_prefill(self) -> bool:
+        """Whether the engine chunks prompts by default (False: whole prompts, decodes wait)."""
+        return self.whole_prompt_tokens is None
+
+    @property
+    def prefill_step_tokens(self) -> int:
+        """Prompt tokens one prefill step takes by default: a chunk, or the whole-prompt budget."""
+        return self.whole_prompt_tokens or self.chunk_tokens
 
     def _cached(self, kind: str, tokens: int) -> float:
         """Per-context model arithmetic, memoised: searches call the same contexts thousands of times."""
@@ -265,16 +277,15 @@ class StepModel:
         return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
 
     def lone_prefill_s(self, prompt_tokens: int) -> float:
-        """One prompt alone, split into chunks of at most ``chunk_tokens`` (vLLM chunked prefill,
+        """One prompt alone, split into steps of at most ``prefill_step_tokens`` (vLLM chunked prefill,
         TensorRT-LLM max_num_tokens), each a pass over the weights; memoised per prompt length."""
         if prompt_tokens <= 0:
             return 0.0
         key = ("lone", prompt_tokens)
         if key not in self._memo:
-            full, rest = divmod(prompt_tokens, max(self.chunk_tokens, 1))
-            time_s = (
-                full * self.prefill_s(tokens=self.chunk_tokens, prompt_tokens=prompt_tokens) if full else 0.0
-            )
+            step_tokens = self.prefill_step_tokens
+            full, rest = divmod(prompt_tokens, max(step_tokens, 1))
+            time_s = full * self.prefill_s(tokens=step_tokens, prompt_tokens=prompt_tokens) if full else 0.0
             rest_s = self.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0
             self._memo[key] = time_s + rest_s
         return self._memo[key]

@@ -50,7 +50,7 @@ def prefill_share_s(step: StepModel, mem: InferenceMemory, w: Workload, running:
     """Prefill time of one prompt when prompts are packed into chunks of max batched tokens."""
     if w.input_tokens == 0:
         return 0.0
-    tokens = min(float(step.chunk_tokens), max(running * w.input_tokens, float(w.input_tokens)))
+    tokens = min(float(step.prefill_step_tokens), max(running * w.input_tokens, float(w.input_tokens)))
     return step.prefill_s(tokens=tokens, prompt_tokens=w.input_tokens) * w.input_tokens / tokens
 
 
@@ -60,7 +60,7 @@ def own_prefill_s(step: StepModel, w: Workload, running: float, alone: float) ->
     is exactly the single-request prefill (``alone``), and it never shrinks as the load grows."""
     if running <= 1.0 or w.input_tokens <= 0:
         return alone
-    chunk = min(w.input_tokens, max(step.chunk_tokens, 1))
+    chunk = min(w.input_tokens, max(step.prefill_step_tokens, 1))
     mixed = prompt_chunks(step, w) * step.step_s(
         batch=running, context=mean_context(w), prefill_tokens=chunk, prompt_tokens=w.input_tokens
     )
@@ -69,7 +69,7 @@ def own_prefill_s(step: StepModel, w: Workload, running: float, alone: float) ->
 
 def prompt_chunks(step: StepModel, w: Workload) -> int:
     """Steps one prompt's prefill spans: chunks of at most the engine's max batched tokens."""
-    return math.ceil(w.input_tokens / max(step.chunk_tokens, 1))
+    return math.ceil(w.input_tokens / max(step.prefill_step_tokens, 1))
 
 
 def step_boundary_wait_s(running: float, step_s: float) -> float:

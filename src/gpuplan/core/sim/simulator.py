@@ -59,16 +59,17 @@ def replica_limits(replica: ReplicaModel, config: SimConfig) -> ReplicaLimits:
     engine = step.engine
     host_link = (step.gpu.interconnect.pcie_bytes_per_s or PCIE_GEN4_X16_BYTES_PER_S) / 2.0
     reservation = config.kv_reservation or engine.kv_reservation
+    chunked = step.chunked_prefill if config.chunked_prefill is None else config.chunked_prefill
     return ReplicaLimits(
         kv_tokens=float(mem.kv_tokens),
         max_context=mem.max_model_len,
         max_seqs=config.max_num_seqs or step.max_seqs,
-        max_tokens=config.max_batched_tokens or step.chunk_tokens,
+        max_tokens=config.max_batched_tokens or (step.chunk_tokens if chunked else step.prefill_step_tokens),
         block_tokens=config.block_size_tokens or engine.block_size_tokens,
         state_tokens=recurrent_state_bytes_per_gpu(step.model, tp=step.layout.tp, pp=step.layout.pp)
         / max(mem.kv_bytes_per_token, 1e-30),
-        chunked=step.chunked_prefill if config.chunked_prefill is None else config.chunked_prefill,
-        hit_rate=config.prefix_cache_hit_rate,
+        chunked=chunked,
+        hit_rate=config.prefix_cache_hit_rate if step.chunked_prefill else 0.0,
         reserve_full=reservation == "full",
         swap=config.preemption == "swap",
         swap_s_per_token=mem.kv_bytes_per_token / host_link,
@@ -84,7 +85,8 @@ def _check_unchunked_budget(limits: ReplicaLimits, requests: Requests) -> None:
     if longest > limits.max_tokens:
         raise UserInputError(
             f"simulation.max_batched_tokens {limits.max_tokens:,} is below the longest request "
-            f"({longest:,} prompt + answer tokens) with chunked_prefill off",
+            f"({longest:,} prompt + answer tokens) without chunked prefill (simulation.chunked_prefill: false, "
+            "or the engine's own for this layout)",
             hint=f"raise max_batched_tokens to at least {longest:,} or set chunked_prefill: true",
         )
 

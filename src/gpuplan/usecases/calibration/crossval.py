@@ -23,8 +23,8 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.data.bundled_calibration import prior_calibration
-from gpuplan.usecases.calibration.published_serving import fit_calibration
-from gpuplan.usecases.calibration.release_lines import fit_release_lines
+from gpuplan.usecases.calibration.published_serving import fit_calibration, fit_rows
+from gpuplan.usecases.calibration.release_lines import RELEASE_LINE_GRADES, fit_release_lines
 from gpuplan.usecases.validation.cases import Case, read_cases
 from gpuplan.usecases.validation.predict import RowResult, predict_case
 from gpuplan.usecases.validation.predict_sweep import finite_prompts
@@ -74,15 +74,21 @@ def cross_validate(
             train, catalog, prior, data=f"all but {by}={group}", command="cross-validation"
         )[0]
 
-    trainable = {g for g in {key(c) for c in cases} if sum(key(c) != g for c in cases) >= MIN_TRAINING_ROWS}
-    return _held_out(cases, catalog, by=by, groups=trainable, refit=refit)
+    groups = {key(c) for c in cases}
+    return _held_out(cases, catalog, by=by, groups={g for g in groups if _enough(cases, key, g)}, refit=refit)
 
 
 def cross_validate_sweeps(
-    sweeps: Sequence[Case], inference: Sequence[Case], catalog: Catalog, prior: Calibration, *, by: GroupBy
+    sweeps: Sequence[Case],
+    *,
+    line_rows: Sequence[Case],
+    inference: Sequence[Case],
+    catalog: Catalog,
+    prior: Calibration,
+    by: GroupBy,
 ) -> CrossValidation:
-    """Load sweeps held out by group: inference factors refitted on ``inference`` and release-line
-    factors on ``sweeps``, both without the group (module docstring)."""
+    """Load ``sweeps`` held out by group: inference factors refitted on ``inference`` and release-line
+    factors on ``line_rows`` (the sweeps of ``RELEASE_LINE_GRADES``), both without the group."""
     key = _key(by)
 
     def refit(group: str) -> Calibration:
@@ -91,13 +97,18 @@ def cross_validate_sweeps(
             train, catalog, prior, data=f"all but {by}={group}", command="cross-validation"
         )
         cal = fitted[0].model_copy(update={"release_lines": {}})
-        lines = fit_release_lines([c for c in sweeps if key(c) != group], catalog, cal)
+        lines = fit_release_lines([c for c in line_rows if key(c) != group], catalog, cal)
         return cal.model_copy(update={"release_lines": lines})
 
-    trainable = {
-        g for g in {key(c) for c in sweeps} if sum(key(c) != g for c in inference) >= MIN_TRAINING_ROWS
-    }
-    return _held_out(sweeps, catalog, by=by, groups=trainable, refit=refit)
+    analytic = fit_rows(inference)
+    groups = {key(c) for c in sweeps}
+    return _held_out(
+        sweeps, catalog, by=by, groups={g for g in groups if _enough(analytic, key, g)}, refit=refit
+    )
+
+
+def _enough(rows: Sequence[Case], key: Callable[[Case], str], group: str) -> bool:
+    return sum(key(c) != group for c in rows) >= MIN_TRAINING_ROWS
 
 
 def _held_out(
@@ -121,22 +132,40 @@ def _held_out(
 
 
 def cross_validate_file(path: Path, catalog: Catalog, *, grades: Sequence[str], by: str) -> CrossValidation:
-    """``gpuplan validate --cross-validate``: leave-one-GPU (or model) -out error of the inference
-    calibration, refitted from the bundled priors, on a validation CSV's rows of ``grades``."""
+    """``gpuplan validate --cross-validate``: leave-one-GPU (or model) -out error on a validation CSV's
+    rows of ``grades``, the calibration refitted from the bundled priors. Load sweeps (rows stating
+    their ``--num-prompts`` run) refit both halves (module docstring), with ``inference.csv`` beside them."""
     if by not in GROUPINGS:
         raise UserInputError(f"--cross-validate {by!r} is not one of gpu, model")
     schema, cases = read_cases(path)
     if schema != "inference":
         raise UserInputError(f"--cross-validate needs inference.csv rows; {path} holds {schema} rows")
     chosen = [c for c in cases if c.quality in set(grades)]
-    if not (chosen and all(finite_prompts(c) is not None for c in chosen)):
+    runs = sum(finite_prompts(c) is not None for c in cases)
+    if not runs:
         return cross_validate(chosen, catalog, prior_calibration(), by=GROUPINGS[by])
+    if runs < len(cases):
+        raise UserInputError(
+            f"--cross-validate: {path.name} mixes {runs} load-sweep rows (notes with --num-prompts) and "
+            f"{len(cases) - runs} other rows",
+            hint="keep sweep rows (serving_sweeps.csv) and inference rows (inference.csv) in separate files",
+        )
+    return cross_validate_sweeps(
+        chosen,
+        line_rows=[c for c in cases if c.quality in RELEASE_LINE_GRADES],
+        inference=_inference_beside(path),
+        catalog=catalog,
+        prior=prior_calibration(),
+        by=GROUPINGS[by],
+    )
+
+
+def _inference_beside(path: Path) -> list[Case]:
+    """The bundled fit's training rows: ``inference.csv`` in the sweeps' folder, grades A,B."""
     beside = path.parent / INFERENCE_FILE
     if not beside.is_file():
         raise UserInputError(
             f"--cross-validate on load sweeps refits the inference factors too, and {beside} is missing",
             hint=f"put {INFERENCE_FILE} (the calibration's training rows) in the folder of {path.name}",
         )
-    _, inference = read_cases(beside)
-    train = [c for c in inference if c.quality in INFERENCE_GRADES]
-    return cross_validate_sweeps(chosen, train, catalog, prior_calibration(), by=GROUPINGS[by])
+    return [c for c in read_cases(beside)[1] if c.quality in INFERENCE_GRADES]

@@ -31,6 +31,8 @@ from gpuplan.usecases.validation.predict import predict_case
 from gpuplan.usecases.validation.predict_sweep import finite_prompts
 
 FIT_METRICS = ("ttft_ms_p50", "tpot_ms_p50")
+RELEASE_LINE_GRADES = ("A", "B", "C")
+"""Sweep rows the lines are fitted on: every grade (the DeepSeek sweeps are B and C)."""
 LIGHT_LEVELS = 2
 """Load levels of each sweep that the fit reads (its lightest)."""
 _BOUNDS = {"efficiency": (0.3, 1.5), "mla_moe_efficiency": (0.02, 1.5), "mla_moe_layer_step_s": (0.0, 0.005)}

@@ -17,7 +17,7 @@ from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import FUSED_MOE_CHUNK_TOKENS, SIXTEEN_BIT, activation_peak_bytes
 from gpuplan.core.sim.config import SimConfig
-from gpuplan.core.sim.simulator import simulate
+from gpuplan.core.sim.simulator import replica_limits, simulate
 from gpuplan.core.sim.workload import Requests
 from gpuplan.data.bundled_calibration import default_calibration
 
@@ -34,12 +34,14 @@ def test_only_vllm_v0_on_latent_attention_prefills_whole_prompts(
     engine: str, version: str | None, model: str, tokens: int | None
 ) -> None:
     """V0's budget is max(max_model_len, 2048) at vLLM's default length: DeepSeek-V3's 163,840."""
-    assert unchunked_prefill_tokens(get_engine(engine), version, get_model(model)) == tokens
+    assert (
+        unchunked_prefill_tokens(engine=get_engine(engine), version=version, model=get_model(model)) == tokens
+    )
 
 
 def test_the_whole_prompt_budget_is_never_below_v0s_floor() -> None:
     short = get_model(DEEPSEEK).model_copy(update={"max_position_embeddings": 1024})
-    assert unchunked_prefill_tokens(VLLM, "0.7.3", short) == VLLM_V0_MIN_BATCHED_TOKENS
+    assert unchunked_prefill_tokens(engine=VLLM, version="0.7.3", model=short) == VLLM_V0_MIN_BATCHED_TOKENS
 
 
 def test_routed_expert_outputs_count_up_to_the_fused_moe_chunk() -> None:
@@ -56,17 +58,20 @@ def test_routed_expert_outputs_count_up_to_the_fused_moe_chunk() -> None:
     assert slope(8192) - slope(FUSED_MOE_CHUNK_TOKENS + 8192) == pytest.approx(routed)
 
 
-def _wave_ttft_ms(version: str) -> np.ndarray:
-    """TTFT of eight 3,200-token prompts arriving together on 8×H200 DeepSeek-V3 FP8."""
-    replica = ReplicaModel.build(
+def _deepseek(version: str) -> ReplicaModel:
+    return ReplicaModel.build(
         get_model(DEEPSEEK),
         default_catalog().get_gpu("H200-SXM"),
         Layout(tp=8, weight_dtype="fp8", engine_version=version),
         context_tokens=4000,
         cal=default_calibration(),
     )
+
+
+def _wave_ttft_ms(version: str, chunked: bool | None = None) -> np.ndarray:
+    """TTFT of eight 3,200-token prompts arriving together on 8×H200 DeepSeek-V3 FP8."""
     trace = Requests(np.zeros(8), np.full(8, 3200, dtype=np.int64), np.full(8, 8, dtype=np.int64))
-    run = simulate(replica, trace, SimConfig(record_timeline=False))
+    run = simulate(_deepseek(version), trace, SimConfig(record_timeline=False, chunked_prefill=chunked))
     return (run.first_token_s - run.arrival_s) * 1e3
 
 
@@ -78,3 +83,19 @@ def test_v0_gives_a_wave_of_prompts_one_first_token_time_and_v1_staggers_them() 
     chunked = _wave_ttft_ms("0.10.1")
     assert whole.max() == pytest.approx(float(np.median(whole)))
     assert chunked.max() > 1.25 * float(np.median(chunked))
+
+
+def test_a_stated_chunked_prefill_overrides_the_engines_own() -> None:
+    """Forcing chunks on V0's whole-prompt layout chunks at the engine's chunk size, as V1 does."""
+    forced = _wave_ttft_ms("0.7.4", chunked=True)
+    assert forced.max() > 1.25 * float(np.median(forced))
+    replica = _deepseek("0.7.4")
+    chunks = replica_limits(replica, SimConfig(chunked_prefill=True))
+    assert chunks.chunked and chunks.max_tokens == replica.step.chunk_tokens < 163_840
+
+
+def test_whole_prompt_layouts_run_without_prefix_caching() -> None:
+    """vLLM PR #12642 turned prefix caching off with chunked prefill on MLA models."""
+    limits = replica_limits(_deepseek("0.7.4"), SimConfig(prefix_cache_hit_rate=0.5))
+    assert not limits.chunked and limits.max_tokens == 163_840 and limits.hit_rate == 0.0
+    assert replica_limits(_deepseek("0.10.1"), SimConfig(prefix_cache_hit_rate=0.5)).hit_rate == 0.5
