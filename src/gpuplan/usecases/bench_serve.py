@@ -133,7 +133,8 @@ def _begin(
 
 
 def _drive(store: Store, run_id: str, config: LoadConfig, skip: set[int], hooks: Hooks) -> runner.Outcome:
-    """Send the load, every record into the store as it completes; Ctrl-C leaves the run resumable."""
+    """Send the load, every record into the store as it completes; Ctrl-C leaves the run resumable
+    (``interrupted``), any other failure marks it ``failed`` after storing what completed."""
     writer = RecordWriter(store, run_id)
     sink = writer.put if hooks.record is None else _tee(writer.put, hooks.record)
     try:
@@ -145,6 +146,12 @@ def _drive(store: Store, run_id: str, config: LoadConfig, skip: set[int], hooks:
             "interrupted; completed requests are stored",
             hint=f"resume with gpuplan bench serve --resume {run_id}",
         ) from None
+    except Exception:  # a failure outside any one request (each is stored classed): never left "running"
+        try:
+            writer.close()
+        finally:
+            store.set_status(run_id, "failed")
+        raise
     writer.close()
     return outcome
 

@@ -2,10 +2,13 @@
 
 The SSE parser reads only what the metrics need: ``data:`` lines (comments, ``event:``/``id:`` lines
 are skipped), the arrival time of each text-carrying event (first token, ITLs), ``usage`` and the
-finish reason. Tokens: a server-reported ``usage`` wins; otherwise each SSE event that carries text
-counts as one token (true for vLLM, SGLang, TGI and the mock, which send one token per event). Error
-kinds: ``http_<status>``, ``timeout``, ``connect``, ``dropped`` (connection lost mid-response),
-``malformed_sse``, ``incomplete`` (no ``[DONE]``/no token), ``other``.
+finish reason. Tokens: each SSE event that carries text counts as one token (true for vLLM, SGLang,
+TGI and the mock, which send one token per event); a server-reported ``usage.completion_tokens`` wins
+when it is believable (:func:`usage_problem`), else the request fails. Error kinds: ``http_<status>``,
+``timeout``, ``connect``, ``dropped`` (connection lost mid-response), ``malformed_sse``, ``incomplete``
+(no ``[DONE]``/no token), ``usage_invalid`` (a ``usage`` count that is not a non-negative integer),
+``usage_mismatch`` (``usage.completion_tokens`` out of tolerance of the streamed token events),
+``other`` (anything else, a client bug included: a request is never lost to an exception).
 """
 
 from __future__ import annotations
@@ -26,6 +29,16 @@ _scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: 
 """The C scanner behind ``json.loads``, without its wrappers (≈ 2 µs less per event)."""
 
 
+USAGE_TOKENS_PER_EVENT_MAX = 16
+"""The most tokens one text event may carry for ``usage.completion_tokens`` to be believed. Servers
+stream one token per event, or several when they decode several per step or batch the stream:
+speculative decoding sends up to draft length + 1 (typical drafts: 1-7 tokens), SGLang's
+``--stream-interval N`` sends N; 16 covers both with room. A larger claim (``10**12`` for 8 events) is
+not a measurement, and a smaller count than the events (each text event is at least one token) is not
+one either."""
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
+
+
 class MalformedSSE(WireError):
     """An SSE ``data:`` payload that is not a JSON object."""
 
@@ -41,6 +54,8 @@ class _Stream:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
+    bad_usage: str | None = None
+    """A ``usage`` count that is not a non-negative integer, as received (for the error detail)."""
     partial: bytes = b""
     data: list[bytes] = field(default_factory=list)
 
@@ -129,6 +144,8 @@ def _decoded(state: _Stream, data: bytes, now: float) -> None:
     if not isinstance(payload, dict):
         raise MalformedSSE("event is not a JSON object")
     choices = payload.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise MalformedSSE(f"choices is a {type(choices).__name__}, not a list")
     if choices and isinstance(choices[0], dict):
         choice = choices[0]
         if _has_text(choice):
@@ -137,8 +154,34 @@ def _decoded(state: _Stream, data: bytes, now: float) -> None:
             state.finish_reason = str(choice["finish_reason"])
     usage = payload.get("usage")
     if isinstance(usage, dict):
-        state.prompt_tokens = usage.get("prompt_tokens", state.prompt_tokens)
-        state.completion_tokens = usage.get("completion_tokens", state.completion_tokens)
+        _usage(state, usage)
+
+
+def _usage(state: _Stream, usage: dict[str, Any]) -> None:
+    """Keep the usage counts that are non-negative integers (a JSON ``true`` is not one); note the rest."""
+    for name in USAGE_FIELDS:
+        if name not in usage or usage[name] is None:
+            continue
+        value = usage[name]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            setattr(state, name, value)
+        else:
+            setattr(state, name, None)
+            state.bad_usage = f"usage.{name} = {value!r}"[:80]
+
+
+def usage_problem(*, completion_tokens: int | None, token_events: int) -> str | None:
+    """Why a server's ``usage.completion_tokens`` cannot be believed, or None when it can (or is absent):
+    it must lie in ``[token_events, token_events * USAGE_TOKENS_PER_EVENT_MAX]``."""
+    if completion_tokens is None:
+        return None
+    high = token_events * USAGE_TOKENS_PER_EVENT_MAX
+    if token_events <= completion_tokens <= high:
+        return None
+    return (
+        f"usage.completion_tokens = {completion_tokens} but {token_events} token events arrived "
+        f"(believed within {token_events}..{high})"
+    )
 
 
 def classify(exc: BaseException) -> str:
@@ -169,25 +212,7 @@ def start(
     state = _Stream()
 
     def done(ex: Exchange | None, error: BaseException | None) -> None:
-        try:
-            record = _finish(
-                state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens
-            )
-        except Exception as exc:  # a bug here must not lose the request (nor hang the run)
-            record = _record(
-                _Stream(),
-                index,
-                scheduled_s + origin,
-                sent,
-                clock(),
-                origin,
-                warmup,
-                None,
-                "other",
-                f"{type(exc).__name__}: {exc}"[:200],
-                input_tokens,
-            )
-        keep(record)
+        keep(_safe_finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens))
 
     pool.submit(payload, state.feed, config.request_timeout_s, done)
 
@@ -211,7 +236,32 @@ async def send(
         ex = await pool.exchange(payload, state.feed, config.request_timeout_s)
     except Exception as exc:  # every failure is a result, not a crash
         error = exc
-    return _finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens)
+    return _safe_finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens)
+
+
+def _safe_finish(
+    state: _Stream,
+    ex: Exchange | None,
+    error: BaseException | None,
+    index: int,
+    scheduled: float,
+    sent: float,
+    origin: float,
+    warmup: bool,
+    input_tokens: int,
+) -> RequestRecord:
+    """:func:`_finish`, whose own failure (a response no rule foresaw, or a bug) still gives a record:
+    error ``other``, no timings, the token events counted. Both loops end every request here, so no
+    response can lose a request or stop a run."""
+    try:
+        return _finish(state, ex, error, index, scheduled, sent, origin, warmup, input_tokens)
+    except Exception as exc:
+        blank = _Stream(token_times=state.token_times)
+        detail = f"{type(exc).__name__}: {exc}"[:200]
+        status = ex.status if ex is not None and ex.status else None
+        return _record(
+            blank, index, scheduled, sent, clock(), origin, warmup, status, "other", detail, input_tokens
+        )
 
 
 def _finish(
@@ -240,7 +290,24 @@ def _finish(
             kind, detail = exc.kind, f"MalformedSSE: {exc}"[:200]
     if kind is None and (not state.done or not state.token_times):
         kind, detail = "incomplete", "stream ended without [DONE] or without any token"
+    usage_kind, usage_detail = _check_usage(state)
+    if kind is None:
+        kind, detail = usage_kind, usage_detail
     return _record(state, index, scheduled, sent, done, origin, warmup, status, kind, detail, input_tokens)
+
+
+def _check_usage(state: _Stream) -> tuple[str | None, str | None]:
+    """The usage error of this stream, if any; an unbelievable ``completion_tokens`` is dropped, so the
+    record keeps the streamed token events as its ``output_tokens`` (``usage_reported`` false): what the
+    client saw arrive is measured, the claim is not, and the events are a floor on what was generated.
+    The request fails either way, so its tokens never reach a summary's means or rates."""
+    if state.bad_usage is not None:
+        return "usage_invalid", f"{state.bad_usage}: not a non-negative integer"
+    problem = usage_problem(completion_tokens=state.completion_tokens, token_events=len(state.token_times))
+    if problem is None:
+        return None, None
+    state.completion_tokens = None
+    return "usage_mismatch", problem
 
 
 def _record(
