@@ -127,7 +127,7 @@ def _begin(
     else:
         store.create_run(run_id, "serve", config.model_dump(mode="json"), conditions(config), __version__)
     if hooks.announce is not None:
-        hooks.announce(run_id, store.url)
+        hooks.announce(run_id, store.display_url)
     if hooks.start is not None:
         hooks.start(_expected(config, skip))
 

@@ -6,6 +6,9 @@ runs in WAL mode with ``synchronous=NORMAL``: a committed row survives the proce
 Rows are written by :class:`RecordWriter`, a thread that commits whatever has queued up at most every
 ``FLUSH_S``, so SIGKILL loses at most the requests that completed within that last moment.
 Schema changes: ``SCHEMA_VERSION`` is kept in ``meta``; tables are created if missing.
+Secrets: the store's URL is shown only as :attr:`Store.display_url` (its password masked), and a run's
+config and conditions are stored, and read back, with every URL password and API key masked
+(:mod:`gpuplan.core.redact`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
 from gpuplan.adapters.store.records import RequestRecord
 from gpuplan.core.errors import BenchmarkError, UserInputError
+from gpuplan.core.redact import redact, redact_json
 
 SCHEMA_VERSION = 1
 FLUSH_S = 0.02
@@ -116,7 +120,7 @@ class Store:
             self.engine: Engine = create_engine(self.url, future=True)
         except (ArgumentError, NoSuchModuleError, ImportError) as exc:
             raise UserInputError(
-                f"--store {self.url!r} is not a usable database URL: {exc}",
+                redact(f"--store {self.url!r} is not a usable database URL: {exc}"),
                 hint="sqlite:///path.sqlite or postgresql://user@host/db",
             ) from None
         if self.engine.dialect.name == "sqlite":
@@ -128,13 +132,20 @@ class Store:
                     conn.execute(insert(meta).values(key="schema", value=str(SCHEMA_VERSION)))
         except DatabaseError as exc:  # OperationalError (cannot open) and "file is not a database"
             raise BenchmarkError(
-                f"cannot open the results store {self.url}: {exc.orig}",
+                redact(f"cannot open the results store {self.url}: {exc.orig}"),
                 hint="point --store at a gpuplan SQLite file or a new path",
             ) from None
+
+    @property
+    def display_url(self) -> str:
+        """The URL as it may be printed: its password (and any API key) masked."""
+        return redact(self.url)
 
     def create_run(
         self, run_id: str, kind: str, config: dict[str, Any], conditions: dict[str, Any], tool_version: str
     ) -> None:
+        """A new ``running`` run; URL passwords and API keys in ``config``/``conditions`` are masked."""
+        config, conditions = redact_json(config), redact_json(conditions)
         with self.engine.begin() as conn:
             conn.execute(
                 insert(runs).values(
@@ -182,7 +193,7 @@ class Store:
         found = [r for r in self.runs() if r.run_id == run_id or r.run_id.startswith(run_id)]
         if len(found) != 1:
             raise UserInputError(
-                f"{'no' if not found else 'more than one'} run matches {run_id!r} in {self.url}",
+                f"{'no' if not found else 'more than one'} run matches {run_id!r} in {self.display_url}",
                 hint="see gpuplan results list",
             )
         return found[0]
@@ -193,7 +204,15 @@ class Store:
             for (rid,) in conn.execute(select(requests.c.run_id)):
                 counts[rid] = counts.get(rid, 0) + 1
             rows = conn.execute(select(runs).order_by(runs.c.created_at)).mappings().all()
-        return [RunInfo(**dict(row), requests=counts.get(row["run_id"], 0)) for row in rows]
+        # Masked on the way out too: a run stored before masking must not show its secrets either.
+        return [
+            RunInfo(
+                **dict(row)
+                | {"config": redact_json(row["config"]), "conditions": redact_json(row["conditions"])},
+                requests=counts.get(row["run_id"], 0),
+            )
+            for row in rows
+        ]
 
     def records(self, run_id: str) -> list[RequestRecord]:
         return [RequestRecord.model_validate_json(data) for data in self.run_data(requests, run_id)]
@@ -227,7 +246,7 @@ class RecordWriter:
         self.queue.put(None)
         self.thread.join()
         if self.error is not None:
-            raise BenchmarkError(f"writing results to {self.store.url} failed: {self.error}")
+            raise BenchmarkError(redact(f"writing results to {self.store.url} failed: {self.error}"))
 
     def _loop(self) -> None:
         stop = False

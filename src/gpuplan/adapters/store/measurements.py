@@ -74,7 +74,7 @@ def open_measurement_run(
     run_id = uuid.uuid4().hex
     store.create_run(run_id, kind, config, conditions, __version__)
     if announce is not None:
-        announce(run_id, store.url)
+        announce(run_id, store.display_url)
     return store, run_id
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuplan.core.redact import redact
 from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import app
 
@@ -33,8 +34,9 @@ STATS = ("mean", "p50", "p90", "p99", "max")
 
 
 def announce(run_id: str, store_url: str) -> None:
-    """``run RUN_ID -> STORE`` on stderr, as a run starts (stdout stays the result)."""
-    sys.stderr.write(f"run {run_id} -> {store_url}\n")
+    """``run RUN_ID -> STORE`` on stderr, as a run starts (stdout stays the result); the store URL's
+    password is masked (it would reach pod logs from a rendered bench Job)."""
+    sys.stderr.write(f"run {run_id} -> {redact(store_url)}\n")
     sys.stderr.flush()
 
 

@@ -15,6 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
+from gpuplan.core.redact import redact
 from gpuplan.interfaces.jsonout import finite
 
 PIPE_WIDTH = 160
@@ -56,16 +57,16 @@ def json_or_table(draw: Callable[[_ResultT], None]) -> Callable[[_ResultT, str],
 
 
 def error(message: str) -> None:
-    """One line on stderr, no traceback."""
+    """One line on stderr, no traceback; URL passwords and API keys in it masked."""
     line = Text("error: ", style="bold red")
-    line.append(message)
+    line.append(redact(message))
     err_console.print(line, highlight=False)
 
 
 def note(message: str) -> None:
     """One advisory line on stderr (a deprecated name read, ...); stdout stays the result."""
     line = Text("note: ", style="bold yellow")
-    line.append(message)
+    line.append(redact(message))
     err_console.print(line, highlight=False)
 
 

@@ -35,7 +35,7 @@ def gather_rows(
     return (
         rows,
         notes,
-        f"results store {Store(store).url}" + (f" runs {', '.join(run_ids)}" if run_ids else ""),
+        f"results store {Store(store).display_url}" + (f" runs {', '.join(run_ids)}" if run_ids else ""),
     )
 
 

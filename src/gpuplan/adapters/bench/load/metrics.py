@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from gpuplan.core.redact import redact
+
 PREFIXES = ("vllm:", "sglang:", "tgi_")
 
 
@@ -48,7 +50,7 @@ def scrape(url: str, timeout_s: float = 5.0) -> dict[str, Any]:
         response = httpx.get(url, timeout=timeout_s, trust_env=False)
         response.raise_for_status()
     except httpx.HTTPError as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+        return {"error": redact(f"{type(exc).__name__}: {exc}")[:200]}
     return {"samples": parse(response.text)}
 
 

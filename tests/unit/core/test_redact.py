@@ -1,0 +1,59 @@
+"""URL passwords and API keys masked in any text: one helper, every shape it meets."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.core.redact import MASK, redact, redact_json
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("http://user:pw@127.0.0.1:8000/v1", "http://user:***@127.0.0.1:8000/v1"),
+        ("postgresql+psycopg://me:s3cret@db:5432/r?sslmode=require", "postgresql+psycopg://me:***@db:5432/r?sslmode=require"),
+        ("postgresql://u:p@ss@db/x", "postgresql://u:***@db/x"),  # an unencoded @ in the password
+        ("postgresql://u:a/b?c@db/x", "postgresql://u:***@db/x"),  # unencoded / and ? (SQLAlchemy takes them)
+        ("http://:pw@h", "http://:***@h"),
+        ("http://h/v1?api_key=abc&max_tokens=5&Token=x", "http://h/v1?api_key=***&max_tokens=5&Token=***"),
+        ("store 'mysql://root:hunter2@h/db': refused", "store 'mysql://root:***@h/db': refused"),
+        ("x http://a:b@c and https://d:e@f end", "x http://a:***@c and https://d:***@f end"),
+        ("http://h:80/a@b", "http://h:***@b"),  # ambiguous: more is hidden, never less
+    ],
+)  # fmt: skip
+def test_secrets_are_masked(text: str, shown: str) -> None:
+    assert redact(text) == shown
+    assert redact(shown) == shown  # masking twice changes nothing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgresql://user@host/db",  # a user name alone is not a secret
+        "http://127.0.0.1:8000/v1/completions",
+        "sqlite:////tmp/a@b.sqlite",
+        "sqlite:///results.sqlite",
+        "no url: user:pw@host",
+        "http://h/v1?key=",
+    ],
+)
+def test_text_without_a_secret_is_unchanged(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redact_json_masks_every_string_and_keeps_the_rest() -> None:
+    doc = {
+        "url": "http://u:pw@h:1",
+        "n": 3,
+        "ok": True,
+        "nested": [{"target": "https://k:v@h/x?token=t"}, None, 1.5],
+        "http://a:b@c": "key",
+    }
+    assert redact_json(doc) == {
+        "url": f"http://u:{MASK}@h:1",
+        "n": 3,
+        "ok": True,
+        "nested": [{"target": f"https://k:{MASK}@h/x?token={MASK}"}, None, 1.5],
+        f"http://a:{MASK}@c": "key",
+    }
+    assert doc["url"] == "http://u:pw@h:1"  # a copy: the input is not changed
