@@ -1,17 +1,19 @@
 """Time a full ``recommend`` sweep: every catalog GPU × 1-64 GPUs × all TP/PP layouts × dtypes.
 
-Run: ``make bench`` (or ``python benchmarks/bench_recommend.py``). Prints a table of wall times
-(best of N) and how many layouts were evaluated. Speed is measured here, never asserted in tests.
+Run: ``make bench`` (or ``python benchmarks/bench_recommend.py``; ``--p99`` for the P99-limited part
+alone). Prints a table of wall times (best of N) and how many layouts were evaluated, then the
+P99-limited cases. Speed is measured here, never asserted in tests; results in benchmarks/README.md.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.core.recommend import recommend, tail
+from gpuplan.core.recommend import confirm, recommend
 from gpuplan.core.recommend.request import SearchSpace
 from gpuplan.core.recommend.search import candidate_layouts, one_replica, search
 from gpuplan.core.sim.tail_model import tail_estimate
@@ -75,8 +77,9 @@ P99_REPEATS = 2
 
 
 def p99_main() -> None:
-    """P99-limited recommend over the whole catalog (no shortlist), and for the top plans the tail
-    model's P99s against a simulator run at the plan's per-replica rate."""
+    """P99-limited recommend over the whole catalog (no shortlist), and for the top plans their P99s
+    (and where they came from: ``p99_source``) against the tail model's and a simulator run at the
+    plan's per-replica rate; ``plan/sim`` is the plan's P99 over the simulator's."""
     catalog, cal = default_catalog(), default_calibration()
     offers = resolve.offers(catalog, None)
     for model_id, rate in P99_CASES:
@@ -93,14 +96,18 @@ def p99_main() -> None:
             replica = one_replica(model, offer.gpu, plan.layout, target, cal)
             per = rate / plan.layout.replicas
             est = tail_estimate(replica, input_tokens=2048, output_tokens=300, rate_rps=per)
-            sim, _ = tail._run(replica, target, per, P99_SLA)
+            sim, _ = confirm.run_at(replica, target, per, P99_SLA)
+            ttft, tpot = plan.ttft_p99_ms or 0.0, plan.tpot_p99_ms or 0.0
+            sim_ttft, sim_tpot = sim.ttft.p99_ms or 0.0, sim.tpot.p99_ms or 0.0
             print(
-                f"  {plan.layout.num_gpus}x{plan.gpu} {plan.layout.replica_label} at {per:.2f} req/s/replica: "
-                f"TTFT model {est.ttft_p99_ms:.0f} sim {sim.ttft.p99_ms or 0:.0f} ms, "
-                f"TPOT model {est.tpot_p99_ms:.1f} sim {sim.tpot.p99_ms or 0:.1f} ms"
+                f"  {plan.layout.num_gpus}x{plan.gpu} {plan.layout.replica_label} at {per:.2f} req/s/replica "
+                f"[{plan.p99_source}]: TTFT plan {ttft:.0f} model {est.ttft_p99_ms:.0f} sim {sim_ttft:.0f} ms "
+                f"(plan/sim {ttft / sim_ttft:.2f}), TPOT plan {tpot:.1f} model {est.tpot_p99_ms:.1f} "
+                f"sim {sim_tpot:.1f} ms (plan/sim {tpot / sim_tpot:.2f})"
             )
 
 
 if __name__ == "__main__":
-    main()
+    if "--p99" not in sys.argv[1:]:
+        main()
     p99_main()

@@ -273,8 +273,12 @@ def test_recommend_p99_limits_size_on_the_simulator(invoke: Invoke) -> None:
     for plan in data["plans"]:
         assert plan["sized_on"] == "p99"
         assert plan["ttft_p99_ms"] <= 1500 and plan["tpot_p99_ms"] <= 80
+    sources = [plan["p99_source"] for plan in data["plans"]]
+    assert sources[0] == "simulator" and set(sources) <= {"simulator", "tail model"}
     table = invoke(*args)
-    assert table.exit_code == 0 and "P99 TTFT" in table.stdout
+    assert table.exit_code == 0 and "P99 TTFT" in table.stdout and "P99 from" in table.stdout
+    first_row = next(line for line in table.stdout.splitlines() if line.lstrip("│ ").startswith("L4"))
+    assert " sim " in first_row  # the best plan's P99s are simulated, and its row says so
 
 
 def test_recommend_table(invoke: Invoke) -> None:

@@ -300,4 +300,9 @@ def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
         )
         return cells
 
-    _wait(browser, "the P99 columns", lambda d: "P99 TTFT ms" in header(d) and _top_row(d), timeout_s=60)
+    _wait(
+        browser,
+        "the P99 columns",
+        lambda d: "P99 TTFT ms" in header(d) and "P99 from" in header(d) and _top_row(d),
+        timeout_s=60,
+    )

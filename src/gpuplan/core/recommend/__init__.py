@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.cost import OwnershipAssumptions
@@ -45,11 +45,7 @@ def recommend(
     target = _serving(target)
     sla = sla or Sla()
     space = space or SearchSpace()
-    plans, misses = search(model, offers, target, sla, space, cal=cal)
-    if sla.has_percentiles:
-        plans, tail_misses = size_on_p99(model, offers, plans, target, sla, space, cal, progress, objective)
-        for gpu, items in tail_misses.items():
-            misses.setdefault(gpu, []).extend(items)
+    plans, misses, shown_as = _sized(model, offers, target, sla, space, cal, progress, objective)
     budget = space.max_usd_per_hour
     over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
     unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
@@ -71,13 +67,40 @@ def recommend(
     return Recommendation(
         model=model.id,
         objective=objective,
-        plans=shown,
+        plans=[shown_as(p) for p in shown],
         rejected=rejected,
         explanation=explain(
             model, best_per_gpu, rejected, offers, target, sla, ownership or OwnershipAssumptions()
         ),
         assumptions=assumptions(space, sla, offers),
     )
+
+
+def _sized(
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: Workload,
+    sla: Sla,
+    space: SearchSpace,
+    cal: Calibration,
+    progress: Progress | None,
+    objective: Objective,
+) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]:
+    """The analytic search's plans and misses, re-sized on P99 when the SLA has P99 limits, and how a
+    plan is shown (P99 sizing completes the tail-model capacity of the plans shown)."""
+    plans, misses = search(model, offers, target, sla, space, cal=cal)
+    if not sla.has_percentiles:
+        return plans, misses, _as_is
+    plans, tail_misses, shown_as = size_on_p99(
+        model, offers, plans, target, sla, space, cal, progress, objective
+    )
+    for gpu, items in tail_misses.items():
+        misses.setdefault(gpu, []).extend(items)
+    return plans, misses, shown_as
+
+
+def _as_is(plan: Plan) -> Plan:
+    return plan
 
 
 def _serving(target: Workload) -> Workload:

@@ -84,7 +84,8 @@ def _winner(p: Plan, target: Workload, sla: Sla) -> str:
     )
     tail = ""
     if p.ttft_p99_ms is not None and p.tpot_p99_ms is not None:
-        tail = f", simulated P99 TTFT {p.ttft_p99_ms:.0f} ms and P99 TPOT {p.tpot_p99_ms:.1f} ms"
+        source = "simulated" if p.p99_source == "simulator" else "tail-model"
+        tail = f", {source} P99 TTFT {p.ttft_p99_ms:.0f} ms and P99 TPOT {p.tpot_p99_ms:.1f} ms"
     lay = p.layout
     return (
         f"Best: {lay.num_gpus}x {p.gpu} ({lay.replicas} replica(s) of {lay.replica_label} weights, "
@@ -152,7 +153,8 @@ def assumptions(space: SearchSpace, sla: Sla, offers: Sequence[GpuOffer] = ()) -
             "P99 limits are sized on the tail: per replica, the highest Poisson rate whose P99 TTFT/TPOT meet "
             "them (fixed lengths); replicas = target rate / that rate. Every GPU type and layout is sized with "
             f"the analytic tail model; the best plans of the {FINALISTS} leading GPU types are confirmed with "
-            "the serving simulator (their P99s are simulated), the others show the tail model's P99s.",
+            "the serving simulator (their replica counts and P99s are simulated), the others show the tail "
+            "model's P99s: each plan's P99 source says which (p99_source in JSON).",
         ]
     else:
         sizing = [

@@ -122,10 +122,19 @@ class Plan(FrozenModel):
     sized_on: Literal["mean", "p99"] = Field(
         default="mean", description="replicas sized on steady-state means (with headroom) or simulated P99s"
     )
-    ttft_p99_ms: float | None = Field(default=None, description="simulated P99 TTFT at the target load")
-    tpot_p99_ms: float | None = Field(default=None, description="simulated P99 TPOT at the target load")
+    ttft_p99_ms: float | None = Field(
+        default=None, description="P99 TTFT at the target load (see p99_source)"
+    )
+    tpot_p99_ms: float | None = Field(
+        default=None, description="P99 TPOT at the target load (see p99_source)"
+    )
     p99_capacity_rps_per_replica: float | None = Field(
         default=None, description="highest Poisson rate one replica sustains under the P99 limits"
+    )
+    p99_source: Literal["simulator", "tail model"] | None = Field(
+        default=None,
+        description="where the P99s and the replica count come from: a serving-simulator run at the target "
+        "load (confirmed plans) or the analytic tail model alone; null when sized on means",
     )
 
     @model_validator(mode="before")

@@ -1,15 +1,16 @@
 """An analytic stand-in for the serving simulator's P99s: one replica, Poisson arrivals, fixed lengths.
 
 The simulator (``core/sim/simulator.py``) costs ~50 ms per 800-request run; sizing every GPU type ×
-layout on P99 by bisection over it takes seconds. This model answers the same question in
-microseconds from the same step model (``perf/roofline.py``) and the same batching limits
+layout on P99 by bisection over it takes seconds. This model answers the same question in about a
+millisecond from the same step model (``perf/roofline.py``) and the same batching limits
 (``replica_limits``), so a search can size every candidate and leave the simulator to confirm the few
-finalists (``core/sim/capacity.py max_rate_under_slo(near_rps=...)``).
+finalists (``core/recommend/confirm.py``).
 
 At a per-replica rate λ, for prompts of I tokens and answers of O tokens:
 
-* **Decode batch** (Little's law): n = λ·(O − 1)·TPOT, solved by fixed-point iteration; a tagged
-  request decodes among n others (PASTA: arrivals see the time average), so its steps run at 1 + n.
+* **Decode batch** (Little's law): n = λ·(O − 1)·TPOT, the root that iteration from 0 climbs to
+  (``tail_solve``); a tagged request decodes among n others (PASTA: arrivals see the time average), so
+  its steps run at 1 + n.
 * **Mean TPOT**: decode steps d(1 + n) stretched by the prefill-interference share
   φ = λ·k·(s − d): each prompt adds k = ⌈I / (C − n)⌉ steps carrying a chunk of it (C: max batched
   tokens), each s − d longer than a decode-only step. TPOT = d / (1 − φ).
@@ -34,11 +35,13 @@ a < c, φ < 1) is ever returned. Agreement with the simulator: tests/unit/core/s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.simulator import replica_limits
+from gpuplan.core.sim.tail_solve import highest_passing, smallest_fixed_point
 from gpuplan.core.sla import Sla
 from gpuplan.core.units import MS_PER_S
 
@@ -49,13 +52,17 @@ Z999 = 3.090232306167813
 TAIL_PROBABILITY = 0.01
 """P99: one request in a hundred above."""
 FIXED_POINT_ITERATIONS = 40
-FIXED_POINT_TOLERANCE = 1e-3
-"""n ↦ λ·(O − 1)·TPOT(n) is increasing; plain iteration from n = 0 climbs to the fixed point or past a
-stability limit (overload)."""
+"""Evaluation budget of the decode fixed point (``tail_solve.smallest_fixed_point``): it takes ~5."""
+FIXED_POINT_TOLERANCE = 1e-9
+"""n ↦ λ·(O − 1)·TPOT(n) is increasing; iteration from n = 0 climbs to the fixed point or past a
+stability limit (overload). Solved to this relative width: what plain iteration reaches only after
+hundreds of steps when the loop gain nears 1 (it used to stop at 1e-3 a step or 40 steps: up to ~3 % short)."""
 CRAMER_NEWTON_STEPS = 40
 """Newton steps for the M/D/1 decay root; convex f, started right of the root, converges monotonically."""
 RATE_BISECTION_STEPS = 12
 """2^-12 of the bracket (0.025 %): far below the simulator's own P99 noise at 800 requests (~5 %)."""
+RATE_GRID = 1 << RATE_BISECTION_STEPS
+"""Rates the search resolves: ``RATE_GRID`` equal steps of the bracket, the points that bisection reaches."""
 HALFIN_WHITT_NEVER_WAITS = 6.0
 """β = (c − a)/√a above which the chance of waiting is < 1e-8 (and φ(β) underflows soon after)."""
 SLOPE_STEP = 1.0
@@ -169,22 +176,33 @@ def _decode_at(lane: _Lane, rate_rps: float, others: float) -> _Decode:
     return _Decode(others, step_s, extra_s, chunks, share, tpot)
 
 
-def _decode_fixed_point(lane: _Lane, rate_rps: float) -> _Decode | str:
-    """The decode state at ``rate_rps``, or the name of the limit it runs past."""
-    others = 0.0
-    state = _decode_at(lane, rate_rps, others)
-    for _ in range(FIXED_POINT_ITERATIONS):
-        if state.share >= 1.0:
-            return "prefill interference"
-        new = rate_rps * max(lane.output_tokens - 1, 0) * state.tpot_s
-        if new >= lane.seats:
-            return "batch limit"
-        done = abs(new - others) <= FIXED_POINT_TOLERANCE * max(others, 1.0)
-        others = new
-        state = _decode_at(lane, rate_rps, others)
-        if done:
-            break
-    return state
+def _decode_fixed_point(
+    lane: _Lane, rate_rps: float, start: float = 0.0, above: float | None = None
+) -> _Decode | str:
+    """The decode state at ``rate_rps``, or the name of the limit it runs past: the smallest batch n
+    with n = λ·(O − 1)·TPOT(n), the one that iteration from ``start`` climbs to (``start`` at or below
+    it, ``above`` at or above it, e.g. the batches of a lower and a higher rate: n* rises with the
+    rate), solved by ``tail_solve.smallest_fixed_point``."""
+    gaps = max(lane.output_tokens - 1, 0)
+    states: dict[float, _Decode] = {}
+
+    def batch_after(others: float) -> float:
+        state = states[others] = _decode_at(lane, rate_rps, others)
+        return rate_rps * gaps * state.tpot_s if state.share < 1.0 else math.inf
+
+    status, others = smallest_fixed_point(
+        batch_after,
+        start=start,
+        ceiling=lane.seats,
+        tolerance=FIXED_POINT_TOLERANCE,
+        max_evals=FIXED_POINT_ITERATIONS,
+        above=above,
+    )
+    if status == "infinite":
+        return "prefill interference"
+    if status == "ceiling":
+        return "batch limit"
+    return states.get(others) or _decode_at(lane, rate_rps, others)
 
 
 def _cramer_root(rho: float) -> float:
@@ -269,8 +287,9 @@ def tail_estimate(
     return _estimate(_lane(replica, input_tokens, output_tokens), rate_rps)
 
 
-def _estimate(lane: _Lane, rate_rps: float) -> TailEstimate:
-    dec = _decode_fixed_point(lane, rate_rps)
+def _estimate(lane: _Lane, rate_rps: float, start: float = 0.0, above: float | None = None) -> TailEstimate:
+    """The estimate at ``rate_rps``; ``start`` and ``above`` bound the decode fixed point (``_decode_fixed_point``)."""
+    dec = _decode_fixed_point(lane, rate_rps, start, above)
     if isinstance(dec, str):
         return _unstable(rate_rps, dec)
     others = dec.others
@@ -309,18 +328,69 @@ def _meets(est: TailEstimate, slo: Sla) -> bool:
     return est.stable and all(limit is None or value <= limit for value, limit in checks)
 
 
-def tail_max_rate(replica: ReplicaModel, *, input_tokens: int, output_tokens: int, slo: Sla) -> float:
+def _excess(est: TailEstimate, slo: Sla) -> float:
+    """The largest predicted P99 over its limit, minus 1 (≤ 0 inside every limit); inf past a stability
+    limit. What the rate search interpolates on."""
+    if not est.stable:
+        return math.inf
+    checks = (
+        (est.ttft_p99_ms, slo.ttft_p99_ms),
+        (est.tpot_p99_ms, slo.tpot_p99_ms),
+        (est.e2e_p99_ms, slo.e2e_p99_ms),
+    )
+    ratios = [value / limit if limit > 0 else math.inf for value, limit in checks if limit is not None]
+    return max(ratios, default=0.0) - 1.0
+
+
+def tail_max_rate(
+    replica: ReplicaModel,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    slo: Sla,
+    enough: Callable[[float, float], bool] | None = None,
+) -> float:
     """The highest Poisson rate (req/s) one replica sustains with its predicted P99s inside the SLO's
-    P99 limits; 0 when even a lone request misses them. Bisection: every predicted P99 rises with the
-    rate, and the stability limits bound the bracket."""
+    P99 limits; 0 when even a lone request misses them. Every predicted P99 rises with the rate, and the
+    stability limits bound the bracket [0, top]; the answer is the highest passing rate on the grid of
+    ``RATE_GRID`` steps of that bracket (``_highest_passing``). ``enough(lo, hi)``, given a passing
+    rate lo > 0 and the highest the answer can still be, may stop the search early and return lo
+    (e.g. once both give the same replica count)."""
     lane = _lane(replica, input_tokens, output_tokens)
-    if not _meets(_estimate(lane, 0.0), slo):
+    lone = _estimate(lane, 0.0)
+    if not _meets(lone, slo):
         return 0.0
-    hi = lane.seats / max(lane.lone_prefill_s + (output_tokens - 1) * lane.decode_s(lane.seats), 1e-12)
-    while _estimate(lane, hi).stable:  # the model's own stability bound is finite: climb to it
-        hi *= 2.0
-    lo = 0.0
-    for _ in range(RATE_BISECTION_STEPS):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if _meets(_estimate(lane, mid), slo) else (lo, mid)
-    return lo
+    top = lane.seats / max(lane.lone_prefill_s + (output_tokens - 1) * lane.decode_s(lane.seats), 1e-12)
+    while _estimate(lane, top).stable:  # the model's own stability bound is finite: climb to it
+        top *= 2.0
+    return _highest_passing(lane, slo, top, _excess(lone, slo), enough)
+
+
+def _highest_passing(
+    lane: _Lane,
+    slo: Sla,
+    top_rps: float,
+    excess_at_zero: float,
+    enough: Callable[[float, float], bool] | None,
+) -> float:
+    """The highest rate j·top/``RATE_GRID`` whose estimate meets the SLO (``tail_solve.highest_passing``,
+    the point a bisection of [0, top] finds). Every rate tried lies between the highest that passed and
+    the lowest that failed, so their decode batches bound its fixed point (n* rises with the rate)."""
+    step = top_rps / RATE_GRID
+    below: list[float] = [0.0]  # batch at the highest rate passed so far
+    above: dict[int, float] = {}  # batch at each stable rate that failed
+
+    def test(j: int) -> tuple[bool, float]:
+        upper = min((n for i, n in above.items() if i > j), default=None)
+        est = _estimate(lane, j * step, below[0], upper)
+        passed = _meets(est, slo)
+        if passed:
+            below[0] = max(below[0], est.decode_batch)
+        elif est.stable:
+            above[j] = est.decode_batch
+        return passed, _excess(est, slo)
+
+    def done(lo: int, hi: int) -> bool:
+        return enough is not None and lo > 0 and enough(lo * step, (hi - 1) * step)
+
+    return highest_passing(test, grid=RATE_GRID, excess_at_zero=excess_at_zero, enough=done) * step

@@ -148,10 +148,14 @@ def predict(r: PredictResult) -> None:
     )
 
 
+P99_FROM = {"simulator": "sim", "tail model": "model"}
+"""The plan table's short words for ``Plan.p99_source`` (the table is already 14 columns wide)."""
+
+
 @json_or_table
 def recommendation(r: Recommendation) -> None:
     tail = any(p.sized_on == "p99" for p in r.plans)
-    latency = ["P99 TTFT", "P99 TPOT"] if tail else ["TTFT ms", "TPOT ms"]
+    latency = ["P99 TTFT", "P99 TPOT", "P99 from"] if tail else ["TTFT ms", "TPOT ms"]
     table(
         f"Plans for {r.model} (objective: {r.objective}; best first)",
         [
@@ -176,8 +180,11 @@ def recommendation(r: Recommendation) -> None:
                 p.layout.pp,
                 p.layout.replicas,
                 p.layout.weight_dtype,
-                p.ttft_p99_ms if tail else p.ttft_ms,
-                p.tpot_p99_ms if tail else p.tpot_ms,
+                *(
+                    (p.ttft_p99_ms, p.tpot_p99_ms, P99_FROM.get(p.p99_source or ""))
+                    if tail
+                    else (p.ttft_ms, p.tpot_ms)
+                ),
                 p.output_tokens_per_s,
                 p.usd_per_hour,
                 p.usd_per_month,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import cast
 
 import pytest
 
@@ -10,8 +12,13 @@ from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.recommend import recommend
+from gpuplan.core.recommend import confirm, recommend
+from gpuplan.core.recommend.confirm import run_at
 from gpuplan.core.recommend.request import GpuOffer, Recommendation, SearchSpace
+from gpuplan.core.recommend.search import one_replica
+from gpuplan.core.recommend.tail import FINALISTS
+from gpuplan.core.sim.metrics import SimSummary
+from gpuplan.core.sim.tail_model import tail_estimate
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
@@ -83,3 +90,59 @@ def test_p99_sizing_reports_progress(model: ModelSpec, offers: list[GpuOffer]) -
     seen.clear()
     recommend(model, offers, TARGET, sla=Sla(tpot_ms=80), progress=seen.append, cal=CAL)
     assert not seen  # mean limits are not simulated
+
+
+FIVE_GPUS = ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"]
+
+
+def test_each_plan_says_where_its_p99s_come_from(model: ModelSpec) -> None:
+    """``p99_source``: a simulator plan's P99s are a simulated run at its share of the target, and a
+    replica fewer misses the limits (the fewest that pass); a tail-model plan's are the tail model's at
+    its share. The best plans of the leading GPU types are simulated, and the explanation says so."""
+    offers = resolve.offers(default_catalog(), FIVE_GPUS)
+    sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80)
+    rec = recommend(model, offers, TARGET, sla=sla, cal=CAL)
+    by_gpu = {o.gpu.id: o for o in offers}
+    sources = {p.p99_source for p in rec.plans}
+    assert sources <= {"simulator", "tail model"} and sources == {"simulator", "tail model"}
+    leaders = list(dict.fromkeys(p.gpu for p in rec.plans))[:FINALISTS]
+    for p in rec.plans:
+        replica = one_replica(model, by_gpu[p.gpu].gpu, p.layout, TARGET, CAL)
+        share = 12 / p.layout.replicas
+        if p.p99_source == "simulator":
+            summary, why = run_at(replica, TARGET, share, sla)
+            assert why is None and (p.ttft_p99_ms, p.tpot_p99_ms) == (
+                summary.ttft.p99_ms,
+                summary.tpot.p99_ms,
+            )
+            if p.layout.replicas > 1:
+                assert run_at(replica, TARGET, 12 / (p.layout.replicas - 1), sla)[1] is not None
+        else:
+            est = tail_estimate(replica, input_tokens=512, output_tokens=128, rate_rps=share)
+            assert (p.ttft_p99_ms, p.tpot_p99_ms) == (est.ttft_p99_ms, est.tpot_p99_ms)
+    for gpu in leaders:
+        assert next(p for p in rec.plans if p.gpu == gpu).p99_source == "simulator"
+    assert "simulated P99 TTFT" in rec.explanation[0] or "simulated P99 TTFT" in " ".join(rec.explanation)
+
+
+def test_mean_sized_plans_have_no_p99_source(model: ModelSpec, offers: list[GpuOffer]) -> None:
+    assert all(p.p99_source is None for p in _rec(model, offers, tpot_ms=80).plans)
+
+
+def test_replica_search_walks_to_the_fewest_passing_count() -> None:
+    """``_fewest_passing`` from a count that passes: down one at a time to the fewest, saying whether a
+    count below was seen to miss; stopped by the floor; None when still passing three counts down."""
+    runs: list[int] = []
+    summary = cast(SimSummary, object())
+
+    def judge_from(fewest: int) -> Callable[[int], SimSummary | str]:
+        def judge(replicas: int) -> SimSummary | str:
+            runs.append(replicas)
+            return summary if replicas >= fewest else "misses"
+
+        return judge
+
+    assert confirm._fewest_passing(judge_from(4), 5, summary, 1) == (4, summary, True) and runs == [4, 3]
+    assert confirm._fewest_passing(judge_from(1), 2, summary, 2) == (2, summary, False)
+    assert confirm._fewest_passing(judge_from(1), 1, summary, 1) == (1, summary, False)
+    assert confirm._fewest_passing(judge_from(1), 9, summary, 1) is None

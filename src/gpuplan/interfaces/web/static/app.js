@@ -156,8 +156,9 @@ function render(answer) {
   const rec = answer.recommendation;
   const tail = rec.plans.some((p) => p.sized_on === "p99");
   const columns = tail
-    ? PLAN_COLUMNS.map(([key, label]) =>
-        key === "ttft_ms" ? ["ttft_p99_ms", "P99 TTFT ms"] : key === "tpot_ms" ? ["tpot_p99_ms", "P99 TPOT ms"] : [key, label])
+    ? PLAN_COLUMNS.flatMap(([key, label]) =>
+        key === "ttft_ms" ? [["ttft_p99_ms", "P99 TTFT ms"]]
+          : key === "tpot_ms" ? [["tpot_p99_ms", "P99 TPOT ms"], ["p99_source", "P99 from"]] : [[key, label]])
     : PLAN_COLUMNS;
   fillTable("plans", columns, rec.plans, (i) => (i === 0 ? "best" : ""));
   fillList("explanation", rec.explanation, (s) => s);
