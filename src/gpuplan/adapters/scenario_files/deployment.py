@@ -27,6 +27,7 @@ from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
+from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sla import MEAN_LIMITS, P99_LIMITS, Sla, refuse_unchecked
 from gpuplan.core.workload import Workload
@@ -42,7 +43,7 @@ SLA_LIMITS = "sla limits"
 
 class HardwareSection(FiniteModel):
     gpu: str | None = Field(default=None, description="one GPU id for predict / fit")
-    count: int = Field(default=1, ge=1, le=100_000)
+    count: int = Field(default=1, ge=1, le=MAX_GPU_COUNT)
     gpus: list[str] | None = Field(
         default=None, description="GPU ids the recommend search may use (all if absent)"
     )
@@ -50,9 +51,9 @@ class HardwareSection(FiniteModel):
 
 
 class ParallelismSection(FiniteModel):
-    tp: int | None = Field(default=None, ge=1, le=1024)
-    pp: int = Field(default=1, ge=1, le=1024)
-    ep: int = Field(default=1, ge=1, le=1024)
+    tp: int | None = Field(default=None, ge=1, le=MAX_PARALLEL_DEGREE)
+    pp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    ep: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
 
 
 class PrecisionSection(FiniteModel):
