@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from gpuplan.adapters import yamltext
 from gpuplan.adapters.scenario_files.arrival import ArrivalSection, legacy_notes, upgrade_document
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.cost import OwnershipAssumptions
@@ -174,7 +175,7 @@ def parse_yaml_document(
     line (syntax) or the field path and rule (schema), on one line; ``keys`` and ``doc`` go into the
     hints ("expected a mapping with keys {keys}", "see {doc}"); ``context``: pydantic's."""
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = yamltext.safe_load(text)
     except RecursionError:
         raise FileFormatError(f"{origin}: document nested too deeply") from None
     except yaml.YAMLError as exc:
@@ -216,7 +217,7 @@ def load_scenario(path: Path, *, sla_limits: tuple[str, ...] = RECOMMEND_LIMITS)
 def scenario_notes(text: str) -> list[str]:
     """The deprecation notes of a scenario's older names (``slo:``, traffic inside ``workload:``)."""
     try:
-        return legacy_notes(yaml.safe_load(text))
+        return legacy_notes(yamltext.safe_load(text))
     except (yaml.YAMLError, RecursionError):
         return []  # the real parse reports the error with its line
 
@@ -246,7 +247,7 @@ def _one_line(text: str) -> str:
 def is_training_document(text: str) -> bool:
     """Whether scenario YAML text is a training scenario (it has a top-level ``training`` section)."""
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = yamltext.safe_load(text)
     except (yaml.YAMLError, RecursionError):
         return False  # the real parse reports the error with its line
     return isinstance(data, dict) and "training" in data
