@@ -124,7 +124,7 @@ def shown_int(value: int) -> str:
     (``about 10^400``) without converting it to a string."""
     if abs(value) < 10**SHOWN_DIGITS:
         return str(value)
-    return f"{'-' if value < 0 else ''}about 10^{int(abs(value).bit_length() * _LOG10_2)}"
+    return f"about {'-' if value < 0 else ''}10^{int(abs(value).bit_length() * _LOG10_2)}"
 
 
 def check_whole_number(name: str, value: int | None, *, maximum: int, minimum: int = 1) -> None:
