@@ -10,8 +10,8 @@ from pydantic import ValidationError
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.core.dtypes import DTYPES, get_dtype
-from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.errors import UnknownNameError, UserInputError
+from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import get_engine
 from gpuplan.core.perf.layout import Layout, check_layout, tp_choices
