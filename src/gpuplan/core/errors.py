@@ -112,7 +112,7 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     return [lowered[h] for h in hits] + contains[: max(0, n - len(hits))]
 
 
-SHOWN_DIGITS = 15
+_SHOWN_DIGITS = 15
 """An int with more digits than this is shown by its size in messages (the line stays one line, and
 ``str`` of an int over 4,300 digits raises)."""
 _LOG10_2 = 0.30103
@@ -120,9 +120,9 @@ _LOG10_2 = 0.30103
 
 
 def shown_int(value: int) -> str:
-    """``value`` as a message shows it: in full up to :data:`SHOWN_DIGITS` digits, else its size
+    """``value`` as a message shows it: in full up to :data:`_SHOWN_DIGITS` digits, else its size
     (``about 10^400``) without converting it to a string."""
-    if abs(value) < 10**SHOWN_DIGITS:
+    if abs(value) < 10**_SHOWN_DIGITS:
         return str(value)
     return f"about {'-' if value < 0 else ''}10^{int(abs(value).bit_length() * _LOG10_2)}"
 
