@@ -33,8 +33,10 @@ __all__ = [
     "InfeasibleError",
     "UnknownNameError",
     "UserInputError",
+    "check_whole_number",
     "closest",
     "first_problem",
+    "shown_int",
     "validate_data",
 ]
 
@@ -108,6 +110,32 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
     contains = [c for c in pool if name.lower() in c.lower() and c.lower() not in hits]
     return [lowered[h] for h in hits] + contains[: max(0, n - len(hits))]
+
+
+_SHOWN_DIGITS = 15
+"""An int with more digits than this is shown by its size in messages (the line stays one line, and
+``str`` of an int over 4,300 digits raises)."""
+_LOG10_2 = 0.30103
+"""log10(2): the decimal digits per bit of an int."""
+
+
+def shown_int(value: int) -> str:
+    """``value`` as a message shows it: in full up to :data:`_SHOWN_DIGITS` digits, else its size
+    (``about 10^400``) without converting it to a string."""
+    if abs(value) < 10**_SHOWN_DIGITS:
+        return str(value)
+    return f"about {'-' if value < 0 else ''}10^{int(abs(value).bit_length() * _LOG10_2)}"
+
+
+def check_whole_number(name: str, value: int | None, *, maximum: int, minimum: int = 1) -> None:
+    """UserInputError naming ``name`` when ``value`` (None: not given) is outside [minimum, maximum]."""
+    if value is None or minimum <= value <= maximum:
+        return
+    if value < minimum:
+        raise UserInputError(
+            f"{name} must be a whole number >= {minimum}, got {shown_int(value)}", hint=f"e.g. {name} 1"
+        )
+    raise UserInputError(f"{name} must be a whole number <= {maximum:,}, got {shown_int(value)}")
 
 
 def first_problem(exc: ValidationError) -> tuple[str, str]:

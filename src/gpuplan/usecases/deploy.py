@@ -3,7 +3,6 @@ the manifests as YAML (``yaml.safe_dump``) and read them back for ``apply``."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,12 +10,14 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from gpuplan.adapters import yamltext
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.k8s.engine_args import Engine
 from gpuplan.adapters.k8s.manifests import Obj, render
 from gpuplan.adapters.k8s.pools import PoolDeployment, from_fleet, from_plan
 from gpuplan.adapters.k8s.validate import schema_available, validate_schema
 from gpuplan.adapters.scenario_files.deployment import describe_validation_error
+from gpuplan.core import jsontext
 from gpuplan.core.errors import FileFormatError, UserInputError
 from gpuplan.core.fleet.planner import FleetPlan
 from gpuplan.core.fleet.spec import DNS_LABEL
@@ -40,7 +41,7 @@ def pools_from_file(path: Path, catalog: Catalog, *, max_model_len: int | None) 
     """Recommend JSON (its best plan), fleet JSON (``gpuplan fleet --format json``) or fleet YAML."""
     text = _read(path)
     try:
-        doc: Any = json.loads(text)
+        doc: Any = jsontext.loads(text)
     except ValueError:
         doc = None
     try:
@@ -120,7 +121,7 @@ def load_manifests(directory: Path) -> list[Obj]:
     objects: list[Obj] = []
     for p in paths:
         try:
-            docs = [d for d in yaml.safe_load_all(_read(p)) if d is not None]
+            docs = [d for d in yamltext.safe_load_all(_read(p)) if d is not None]
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             raise FileFormatError(f"{p}{f' line {mark.line + 1}' if mark else ''}: invalid YAML") from None

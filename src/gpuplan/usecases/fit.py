@@ -9,9 +9,10 @@ from __future__ import annotations
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
-from gpuplan.core.errors import UserInputError
+from gpuplan.core.errors import UserInputError, check_whole_number
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
+from gpuplan.core.model.spec import MAX_POSITIONS, ModelSpec
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.core.perf.memory import InferenceMemory, inference_memory
 
@@ -41,9 +42,13 @@ def fit(
     spec: ModelSpec | None = None,
 ) -> FitResult:
     """Does it fit, and how much KV is left (``spec``: a parsed config.json instead of ``model_id``)."""
-    for flag, value in (("--tp", tp), ("--pp", pp), ("--count", count), ("--context", context_tokens)):
-        if value is not None and value < 1:
-            raise UserInputError(f"{flag} must be a whole number >= 1, got {value}", hint=f"e.g. {flag} 1")
+    for flag, value, most in (
+        ("--tp", tp, MAX_PARALLEL_DEGREE),
+        ("--pp", pp, MAX_PARALLEL_DEGREE),
+        ("--count", count, MAX_GPU_COUNT),
+        ("--context", context_tokens, MAX_POSITIONS),
+    ):
+        check_whole_number(flag, value, maximum=most)
     if utilization is not None and not 0 < utilization <= 1:
         raise UserInputError(
             f"--utilization must be in (0, 1], got {utilization}", hint="e.g. --utilization 0.9"

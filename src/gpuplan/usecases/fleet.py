@@ -6,13 +6,13 @@ This is the only fleet module that does I/O; the rest of ``gpuplan.core.fleet`` 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from gpuplan.adapters.catalog.loader import Catalog, representative_price
 from gpuplan.adapters.catalog.product_names import gpu_from_label
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import parse_yaml_document
+from gpuplan.core import jsontext
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.errors import FileFormatError, InfeasibleError, UserInputError
 from gpuplan.core.fleet.planner import FleetPlan, TrainingAllocation, plan_fleet
@@ -92,7 +92,7 @@ def inventory_items(path: Path) -> list[InventoryItem]:
         'expected \'gpuplan k8s inventory --format json\' output: {"totals": [{"product", "available"}]}'
     )
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsontext.loads(path.read_text(encoding="utf-8"))
         rows = doc["totals"]
         return [_inventory_item(r, path, i) for i, r in enumerate(rows)]
     except (OSError, UnicodeDecodeError) as exc:

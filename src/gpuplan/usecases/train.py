@@ -13,14 +13,19 @@ from pydantic import Field
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model, model_for_seq_len
-from gpuplan.core.errors import InfeasibleError, UserInputError
+from gpuplan.core.errors import InfeasibleError, UserInputError, check_whole_number
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.hardware import MAX_GPU_COUNT
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import usable_memory_bytes
 from gpuplan.core.training.memory import TrainingMemory, training_memory
 from gpuplan.core.training.plan import TrainingCost, training_cost
 from gpuplan.core.training.search import search_layouts
 from gpuplan.core.training.spec import (
+    MAX_GLOBAL_BATCH,
+    MAX_LORA_RANK,
+    MAX_SEQ_LEN,
+    MAX_TRAIN_TOKENS,
     Method,
     Optimizer,
     TrainingJob,
@@ -42,14 +47,16 @@ class TrainPlanRequest(FrozenModel):
 
     model: str
     method: Method = "pretrain"
-    tokens: float = Field(gt=0, description="tokens to train on (epochs × samples × seq_len)")
-    seq_len: int = Field(ge=1)
-    global_batch: int = Field(default=256, ge=1)
+    tokens: float = Field(
+        gt=0, le=MAX_TRAIN_TOKENS, description="tokens to train on (epochs × samples × seq_len)"
+    )
+    seq_len: int = Field(ge=1, le=MAX_SEQ_LEN)
+    global_batch: int = Field(default=256, ge=1, le=MAX_GLOBAL_BATCH)
     dtype: str = "bf16"
     optimizer: Optimizer = "adamw"
-    lora_rank: int = Field(default=16, ge=0)
+    lora_rank: int = Field(default=16, ge=0, le=MAX_LORA_RANK)
     gpus: tuple[str, ...] = ()
-    max_gpus: int = Field(default=64, ge=1)
+    max_gpus: int = Field(default=64, ge=1, le=MAX_GPU_COUNT)
     deadline_hours: float | None = Field(default=None, gt=0)
     objective: str = Field(default="time", pattern="^(time|cost)$")
 
@@ -108,12 +115,15 @@ def resolve_method(method: str, *, task: str | None = None) -> Method:
 
 
 def tokens_to_train(tokens: float | None, epochs: float | None, samples: int | None, seq_len: int) -> float:
-    """The token budget: ``tokens``, or ``epochs × samples × seq_len``."""
+    """The token budget: ``tokens``, or ``epochs × samples × seq_len`` (samples and seq_len bounded
+    first, naming their flag, so that the product is a float)."""
     if tokens is not None:
         if not (math.isfinite(tokens) and tokens > 0):
             raise UserInputError(f"--tokens must be a finite number > 0, got {tokens}")
         return tokens
     if epochs is not None and samples is not None:
+        check_whole_number("--samples", samples, maximum=int(MAX_TRAIN_TOKENS))
+        check_whole_number("--seq-len", seq_len, maximum=MAX_SEQ_LEN)
         budget = epochs * samples * seq_len
         if not math.isfinite(budget):
             raise UserInputError(f"epochs × samples × seq_len = {budget} tokens is not a finite number")

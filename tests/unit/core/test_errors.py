@@ -12,7 +12,9 @@ from gpuplan.core.errors import (
     InfeasibleError,
     UnknownNameError,
     UserInputError,
+    check_whole_number,
     closest,
+    shown_int,
 )
 
 IDS = ["H100-SXM", "H100-PCIe", "H100-NVL", "H200-SXM", "A100-80GB-SXM", "L4", "T4"]
@@ -101,3 +103,24 @@ def test_branches_are_disjoint() -> None:
 def test_hint_is_optional() -> None:
     assert str(DataError("bad row")) == "bad row"
     assert DataError("bad row", hint="fix it").one_line() == "bad row (fix it)"
+
+
+def test_shown_int_keeps_a_huge_int_on_one_short_line() -> None:
+    assert shown_int(123) == "123" and shown_int(-5) == "-5"
+    assert shown_int(10**400) == "about 10^400"
+    assert shown_int(-(10**5000)) == "about -10^5000"  # str() of this would raise
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        (0, "--tp must be a whole number >= 1, got 0 (e.g. --tp 1)"),
+        (10**400, "--tp must be a whole number <= 1,024, got about 10^400"),
+    ],
+)
+def test_check_whole_number_names_the_input(value: int, line: str) -> None:
+    check_whole_number("--tp", 1024, maximum=1024)
+    check_whole_number("--tp", None, maximum=1024)
+    with pytest.raises(UserInputError) as err:
+        check_whole_number("--tp", value, maximum=1024)
+    assert err.value.one_line() == line

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from gpuplan.adapters.yamltext import BoundedLoader
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.hardware import GpuSpec, PriceEntry
 
@@ -28,9 +29,10 @@ _MAX_ERRORS = 3
 _M = TypeVar("_M", bound=BaseModel)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys: PyYAML silently keeps the last one otherwise,
-    which hides a typo'd override (two ``memory_bytes:`` lines) instead of reporting it."""
+class _StrictLoader(BoundedLoader):
+    """SafeLoader (integers bounded, ``adapters.yamltext``) that refuses duplicate mapping keys: PyYAML
+    silently keeps the last one otherwise, which hides a typo'd override (two ``memory_bytes:`` lines)
+    instead of reporting it."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

@@ -76,9 +76,9 @@ class ConfigReader:
             raise self._bad(key, value, f"an int <= {maximum}")
         return int(value)
 
-    def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
-        """An int ``>= minimum``, or None when the key is missing or null."""
-        return self.integer(key, minimum=minimum) if self.has(key) else None
+    def opt_int(self, key: str, *, minimum: int = 1, maximum: int = MAX_INT) -> int | None:
+        """An int in ``[minimum, maximum]``, or None when the key is missing or null."""
+        return self.integer(key, minimum=minimum, maximum=maximum) if self.has(key) else None
 
     def first_int(
         self, keys: Sequence[str], default: Any = _MISSING, *, minimum: int = 1, maximum: int = MAX_INT

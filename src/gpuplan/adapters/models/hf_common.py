@@ -10,10 +10,18 @@ from pydantic import ValidationError
 
 from gpuplan.adapters.models.config_reader import ConfigReader
 from gpuplan.core.errors import FileFormatError, first_problem
-from gpuplan.core.model.spec import AttentionKind, KvGroup, ModelSpec
+from gpuplan.core.model.spec import (
+    MAX_ATTENTION_HEADS,
+    MAX_HEAD_DIM,
+    MAX_HIDDEN_SIZE,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    MAX_VOCAB_SIZE,
+    AttentionKind,
+    KvGroup,
+    ModelSpec,
+)
 
-MAX_LAYERS = 100_000
-"""More layers than this is a corrupt config (per-layer masks are built as tuples)."""
 Fields = dict[str, Any]
 """ModelSpec keyword arguments produced by a family parser (metadata is added by :func:`assemble`)."""
 
@@ -98,11 +106,17 @@ def read_core(
     tie_default: bool = False,
     heads_optional: bool = False,
 ) -> Core:
-    """Read and cross-check layers, widths, heads (``head_dim`` respected when given) and vocab."""
-    hidden_size = r.first_int(hidden)
-    n_heads = _opt_first(r, heads) if heads_optional else r.first_int(heads)
-    n_kv = _opt_first(r, kv_heads) or n_heads
-    dim = _opt_first(r, head_dim)
+    """Read and cross-check layers, widths, heads (``head_dim`` respected when given) and vocab.
+
+    Each size is bounded by its physical ceiling (``core.model.spec.MAX_*``) as it is read, so an
+    absurd value is an error naming the key before any work scales with it."""
+    hidden_size = r.first_int(hidden, maximum=MAX_HIDDEN_SIZE)
+    if heads_optional:
+        n_heads = _opt_first(r, heads, maximum=MAX_ATTENTION_HEADS)
+    else:
+        n_heads = r.first_int(heads, maximum=MAX_ATTENTION_HEADS)
+    n_kv = _opt_first(r, kv_heads, maximum=MAX_ATTENTION_HEADS) or n_heads
+    dim = _opt_first(r, head_dim, maximum=MAX_HEAD_DIM)
     if n_heads is not None and dim is None:
         if hidden_size % n_heads:
             raise r.error(heads[0], f"= {n_heads} does not divide hidden_size {hidden_size} (no 'head_dim')")
@@ -115,16 +129,16 @@ def read_core(
         heads=n_heads,
         kv_heads=n_kv,
         head_dim=dim,
-        vocab=r.first_int(vocab),
+        vocab=r.first_int(vocab, maximum=MAX_VOCAB_SIZE),
         tie=r.flag("tie_word_embeddings", tie_default),
-        max_pos=_opt_first(r, max_pos),
+        max_pos=_opt_first(r, max_pos, maximum=MAX_POSITIONS),
     )
 
 
-def _opt_first(r: ConfigReader, keys: Sequence[str]) -> int | None:
+def _opt_first(r: ConfigReader, keys: Sequence[str], *, maximum: int) -> int | None:
     for key in keys:
         if r.has(key):
-            return r.integer(key)
+            return r.integer(key, maximum=maximum)
     return None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gpuplan.adapters.models.config_reader import ConfigReader
 from gpuplan.adapters.models.hf_common import Core, Fields, read_core
-from gpuplan.core.model.spec import KvGroup, MlaSpec, MoeSpec
+from gpuplan.core.model.spec import MAX_EXPERTS, MAX_TOP_K, KvGroup, MlaSpec, MoeSpec
 
 MLA_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2"})
 
@@ -34,7 +34,7 @@ def _mla(r: ConfigReader) -> MlaSpec:
 def _moe(r: ConfigReader, core: Core) -> tuple[MoeSpec | None, int, int]:
     """(moe, dense FFN layers, router-bias params). V3-style routing (``noaux_tc``) adds an
     ``e_score_correction_bias`` per expert per MoE layer."""
-    experts = r.opt_int("n_routed_experts")
+    experts = r.opt_int("n_routed_experts", maximum=MAX_EXPERTS)
     if experts is None:
         return None, core.num_layers, 0
     first = r.integer("first_k_dense_replace", 0, minimum=0)
@@ -46,7 +46,7 @@ def _moe(r: ConfigReader, core: Core) -> tuple[MoeSpec | None, int, int]:
     shared = r.integer("n_shared_experts", 0, minimum=0)
     moe = MoeSpec(
         num_experts=experts,
-        top_k=r.integer("num_experts_per_tok"),
+        top_k=r.integer("num_experts_per_tok", maximum=MAX_TOP_K),
         expert_intermediate_size=width,
         num_moe_layers=n_moe,
         num_shared_experts=shared,

@@ -29,7 +29,7 @@ from collections import Counter
 from gpuplan.adapters.models.config_reader import ConfigReader
 from gpuplan.adapters.models.hf_common import Core, Fields, read_core
 from gpuplan.core.dtypes import get_dtype
-from gpuplan.core.model.spec import KvGroup, MoeSpec
+from gpuplan.core.model.spec import MAX_EXPERTS, MAX_LAYERS, MAX_TOP_K, KvGroup, MoeSpec
 
 _BLOCK_TYPES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
 
@@ -48,7 +48,7 @@ def _pattern(r: ConfigReader) -> str:
     bad = sorted(set(pattern) - set(_BLOCK_TYPES.values()))
     if bad or not pattern:
         raise r.error("hybrid_override_pattern", f"has characters {bad} (expected a string over M * - E)")
-    layers = r.opt_int("num_hidden_layers")
+    layers = r.opt_int("num_hidden_layers", maximum=MAX_LAYERS)
     if layers is not None and layers != len(pattern):
         raise r.error("num_hidden_layers", f"= {layers} but the layer pattern has {len(pattern)} blocks")
     return pattern
@@ -88,12 +88,12 @@ def _moe(r: ConfigReader, core: Core, n_moe: int) -> tuple[MoeSpec | None, int]:
     """(moe spec, extra params: router ``e_score_correction_bias`` per expert per MoE block)."""
     if n_moe == 0:
         return None, 0
-    experts = r.integer("n_routed_experts")
+    experts = r.integer("n_routed_experts", maximum=MAX_EXPERTS)
     has_shared = r.integer("n_shared_experts", 1, minimum=0) > 0
     shared = r.integer("moe_shared_expert_intermediate_size", 0, minimum=0) if has_shared else 0
     moe = MoeSpec(
         num_experts=experts,
-        top_k=r.integer("num_experts_per_tok"),
+        top_k=r.integer("num_experts_per_tok", maximum=MAX_TOP_K),
         expert_intermediate_size=r.integer("moe_intermediate_size"),
         num_moe_layers=n_moe,
         num_shared_experts=1 if shared else 0,

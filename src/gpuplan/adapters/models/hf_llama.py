@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpuplan.adapters.models.config_reader import ConfigReader
 from gpuplan.adapters.models.hf_common import Core, Fields, kv_groups, read_core, sliding_mask
-from gpuplan.core.model.spec import MoeSpec
+from gpuplan.core.model.spec import MAX_EXPERTS, MAX_TOP_K, MoeSpec
 
 MoeParts = tuple[MoeSpec | None, int, int]
 """(moe spec, number of dense-FFN layers, extra params the MoE adds outside its matrices)."""
@@ -71,8 +71,8 @@ def _dense(_r: ConfigReader, core: Core) -> MoeParts:
 def _mixtral_moe(r: ConfigReader, core: Core) -> MoeParts:
     """Every layer is MoE; ``intermediate_size`` is the per-expert width."""
     moe = MoeSpec(
-        num_experts=r.integer("num_local_experts"),
-        top_k=r.integer("num_experts_per_tok"),
+        num_experts=r.integer("num_local_experts", maximum=MAX_EXPERTS),
+        top_k=r.integer("num_experts_per_tok", maximum=MAX_TOP_K),
         expert_intermediate_size=r.integer("intermediate_size"),
         num_moe_layers=core.num_layers,
     )
@@ -89,8 +89,8 @@ def _qwen_moe(r: ConfigReader, core: Core) -> MoeParts:
         return None, core.num_layers, 0
     shared = r.integer("shared_expert_intermediate_size", 0, minimum=0)
     moe = MoeSpec(
-        num_experts=r.first_int(("num_experts", "num_local_experts")),
-        top_k=r.integer("num_experts_per_tok"),
+        num_experts=r.first_int(("num_experts", "num_local_experts"), maximum=MAX_EXPERTS),
+        top_k=r.integer("num_experts_per_tok", maximum=MAX_TOP_K),
         expert_intermediate_size=r.integer("moe_intermediate_size"),
         num_moe_layers=n_moe,
         num_shared_experts=1 if shared else 0,
@@ -110,8 +110,8 @@ def _llama4_moe(r: ConfigReader, core: Core) -> MoeParts:
         return None, core.num_layers, 0
     width = r.integer("intermediate_size")
     moe = MoeSpec(
-        num_experts=r.integer("num_local_experts"),
-        top_k=r.integer("num_experts_per_tok"),
+        num_experts=r.integer("num_local_experts", maximum=MAX_EXPERTS),
+        top_k=r.integer("num_experts_per_tok", maximum=MAX_TOP_K),
         expert_intermediate_size=width,
         num_moe_layers=n_moe,
         num_shared_experts=1,
@@ -124,10 +124,10 @@ def _gpt_oss_moe(r: ConfigReader, core: Core) -> MoeParts:
     """gpt-oss: every layer MoE; experts carry gate_up (2·inter) and down (hidden) biases, the
     router a bias per expert."""
     width = r.integer("intermediate_size")
-    experts = r.integer("num_local_experts")
+    experts = r.integer("num_local_experts", maximum=MAX_EXPERTS)
     moe = MoeSpec(
         num_experts=experts,
-        top_k=r.first_int(("num_experts_per_tok", "experts_per_token")),
+        top_k=r.first_int(("num_experts_per_tok", "experts_per_token"), maximum=MAX_TOP_K),
         expert_intermediate_size=width,
         num_moe_layers=core.num_layers,
         expert_extra_params=2 * width + core.hidden,

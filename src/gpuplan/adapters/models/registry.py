@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.adapters.models.hf_config import parse_hf_config
+from gpuplan.core import jsontext
 from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model import arith
@@ -88,7 +89,7 @@ def _read_json(path: Path, model_id: str) -> Mapping[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise FileFormatError(f"{path}: cannot read config.json ({exc})") from None
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         raise FileFormatError(f"{path}: not valid JSON ({where}: {exc.msg})") from None

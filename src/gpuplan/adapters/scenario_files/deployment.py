@@ -22,11 +22,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from gpuplan.adapters import yamltext
 from gpuplan.adapters.scenario_files.arrival import ArrivalSection, legacy_notes, upgrade_document
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
+from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sla import MEAN_LIMITS, P99_LIMITS, Sla, refuse_unchecked
 from gpuplan.core.workload import Workload
@@ -42,7 +44,7 @@ SLA_LIMITS = "sla limits"
 
 class HardwareSection(FiniteModel):
     gpu: str | None = Field(default=None, description="one GPU id for predict / fit")
-    count: int = Field(default=1, ge=1, le=100_000)
+    count: int = Field(default=1, ge=1, le=MAX_GPU_COUNT)
     gpus: list[str] | None = Field(
         default=None, description="GPU ids the recommend search may use (all if absent)"
     )
@@ -50,9 +52,9 @@ class HardwareSection(FiniteModel):
 
 
 class ParallelismSection(FiniteModel):
-    tp: int | None = Field(default=None, ge=1, le=1024)
-    pp: int = Field(default=1, ge=1, le=1024)
-    ep: int = Field(default=1, ge=1, le=1024)
+    tp: int | None = Field(default=None, ge=1, le=MAX_PARALLEL_DEGREE)
+    pp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    ep: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
 
 
 class PrecisionSection(FiniteModel):
@@ -173,7 +175,7 @@ def parse_yaml_document(
     line (syntax) or the field path and rule (schema), on one line; ``keys`` and ``doc`` go into the
     hints ("expected a mapping with keys {keys}", "see {doc}"); ``context``: pydantic's."""
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = yamltext.safe_load(text)
     except RecursionError:
         raise FileFormatError(f"{origin}: document nested too deeply") from None
     except yaml.YAMLError as exc:
@@ -215,7 +217,7 @@ def load_scenario(path: Path, *, sla_limits: tuple[str, ...] = RECOMMEND_LIMITS)
 def scenario_notes(text: str) -> list[str]:
     """The deprecation notes of a scenario's older names (``slo:``, traffic inside ``workload:``)."""
     try:
-        return legacy_notes(yaml.safe_load(text))
+        return legacy_notes(yamltext.safe_load(text))
     except (yaml.YAMLError, RecursionError):
         return []  # the real parse reports the error with its line
 
@@ -245,7 +247,7 @@ def _one_line(text: str) -> str:
 def is_training_document(text: str) -> bool:
     """Whether scenario YAML text is a training scenario (it has a top-level ``training`` section)."""
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = yamltext.safe_load(text)
     except (yaml.YAMLError, RecursionError):
         return False  # the real parse reports the error with its line
     return isinstance(data, dict) and "training" in data

@@ -16,12 +16,16 @@ from pydantic_core import PydanticCustomError
 from gpuplan.core.dtypes import BF16, FP4, FP8, FP32, DType, get_dtype
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE, GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import VLLM, EngineName, EngineProfile, get_engine
 
 TRTLLM_ENGINE: EngineName = "trtllm"
 """The engine whose FP4 means NVIDIA ModelOpt NVFP4 checkpoints (see :meth:`Layout.resolved_kv_dtype`)."""
+
+MIN_NODE_GPUS = 8
+"""TP may span one server's GPUs (8 in the usual chassis) even where the catalog's scale-up domain
+is smaller (PCIe boards, NVLink pairs); wider TP must stay inside the scale-up domain."""
 
 _Named = TypeVar("_Named", DType, EngineProfile)
 
@@ -68,10 +72,15 @@ the profile's name."""
 class Layout(FrozenModel):
     """How one model replica is spread over GPUs, and how many replicas run."""
 
-    tp: int = Field(default=1, ge=1, le=1024)
-    pp: int = Field(default=1, ge=1, le=1024)
-    ep: int = Field(default=1, ge=1, le=1024, description="expert-parallel degree (1 = experts split by TP)")
-    replicas: int = Field(default=1, ge=1, le=100_000)
+    tp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    pp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    ep: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PARALLEL_DEGREE,
+        description="expert-parallel degree (1 = experts split by TP)",
+    )
+    replicas: int = Field(default=1, ge=1, le=MAX_GPU_COUNT)
     # The schema's default is the name (pydantic would write a validation-mode default field by field).
     weight_dtype: DTypeByName = Field(default=BF16, json_schema_extra={"default": BF16.name})
     kv_dtype: KvDTypeByName = Field(default=None, description="None = same as the 16-bit compute dtype")
@@ -125,14 +134,20 @@ def split_gpus(count: int, tp: int | None, pp: int, *, field: str) -> tuple[int,
     return tp, count // (tp * pp)
 
 
+def tp_choices(heads: int, *, max_tp: int) -> list[int]:
+    """The TP sizes up to ``max_tp`` that divide ``heads``: the work is ``max_tp`` steps (a GPU
+    count), whatever the head count."""
+    return [tp for tp in range(1, min(heads, max_tp) + 1) if heads % tp == 0]
+
+
 def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
     """Raise UserInputError naming the rule a layout breaks; return None when it is valid."""
     heads = model.num_attention_heads
+    node_gpus = max(gpu.interconnect.scale_up_domain_gpus, MIN_NODE_GPUS)
     if heads is not None and heads % layout.tp != 0:
-        divisors = [d for d in range(1, heads + 1) if heads % d == 0 and d <= 64]
         raise UserInputError(
             f"tp={layout.tp} does not divide {model.id}'s {heads} attention heads",
-            hint=f"use tp in {divisors}",
+            hint=f"use tp in {tp_choices(heads, max_tp=node_gpus)}",
         )
     if layout.pp > model.num_layers:
         raise UserInputError(f"pp={layout.pp} exceeds {model.id}'s {model.num_layers} layers")
@@ -150,10 +165,9 @@ def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
                 f"ep={layout.ep} exceeds the tp x replicas ranks ({layout.tp * layout.replicas})"
             )
     _check_dtype_support(gpu, layout)
-    domain = gpu.interconnect.scale_up_domain_gpus
-    if layout.tp > max(domain, 8) and layout.tp > 1:
+    if layout.tp > node_gpus and layout.tp > 1:
         raise UserInputError(
-            f"tp={layout.tp} spans more than one {gpu.id} node ({max(domain, 8)} GPUs)",
+            f"tp={layout.tp} spans more than one {gpu.id} node ({node_gpus} GPUs)",
             hint="keep TP inside a node and use pp or replicas across nodes",
         )
 

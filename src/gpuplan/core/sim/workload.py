@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
+from gpuplan.core import jsontext
 from gpuplan.core.errors import FileFormatError, UserInputError
 from gpuplan.core.frozen import FiniteModel
 from gpuplan.core.workload import MAX_TOKENS
@@ -237,7 +238,7 @@ def _jsonl_rows(text: str, origin: str) -> list[tuple[float, int, int]]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             raise FileFormatError(f"{origin} line {number}: not JSON ({exc.msg})") from None
         if not isinstance(item, dict):

@@ -12,7 +12,8 @@ from pydantic import Field
 
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
+from gpuplan.core.model.spec import MAX_HIDDEN_SIZE, MAX_LAYERS, MAX_POSITIONS, ModelSpec
 
 Method = Literal["pretrain", "full_ft", "lora", "qlora"]
 Checkpointing = Literal["none", "selective", "full"]
@@ -20,6 +21,16 @@ Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw_8bit", "sgd"]
 ComputeDtype = Literal["bf16", "fp16", "fp8", "fp4"]
 LoraTargets = Literal["all", "attention"]
 
+MAX_SEQ_LEN = MAX_POSITIONS
+"""A sequence is at most a model's positions (``core.model.spec.MAX_POSITIONS``)."""
+MAX_GLOBAL_BATCH = 1_048_576
+"""Sequences per optimizer step: 512x PaLM 540B's and Llama 3 405B's 2,048 (Chowdhery et al. 2022;
+Llama 3 paper, 16M tokens of 8,192); also bounds a micro-batch."""
+MAX_LORA_RANK = MAX_HIDDEN_SIZE
+"""A LoRA rank is at most the width it adapts (``core.model.spec.MAX_HIDDEN_SIZE``)."""
+MAX_TRAIN_TOKENS = 1e15
+"""About 28x Qwen3's 36 trillion pretraining tokens (Qwen3 technical report, 2025), the largest
+published budget; also bounds a dataset's sequences (one token each at least)."""
 DEFAULT_LORA_RANK = 16
 """PEFT / torchtune recipes default to rank 8-16; 16 is the common published choice."""
 LAYERS_PER_CHUNK = 2
@@ -34,10 +45,10 @@ class TrainingJob(FrozenModel):
 
     method: Method = "pretrain"
     dtype: ComputeDtype = Field(default="bf16", description="GEMM precision (bf16 mixed, fp8 linears …)")
-    seq_len: int = Field(ge=1)
-    global_batch: int = Field(ge=1, description="sequences per optimizer step")
+    seq_len: int = Field(ge=1, le=MAX_SEQ_LEN)
+    global_batch: int = Field(ge=1, le=MAX_GLOBAL_BATCH, description="sequences per optimizer step")
     optimizer: Optimizer = "adamw"
-    lora_rank: int = Field(default=DEFAULT_LORA_RANK, ge=0)
+    lora_rank: int = Field(default=DEFAULT_LORA_RANK, ge=0, le=MAX_LORA_RANK)
     lora_targets: LoraTargets = "all"
     allow_long_seq: bool = Field(default=False, description="allow seq_len beyond the model's positions")
     optimizer_in_backward: bool = Field(
@@ -53,17 +64,21 @@ class TrainingLayout(FrozenModel):
     """How the job is spread over GPUs. ``dp`` counts data-parallel (or FSDP-shard) replicas;
     expert parallelism ``ep`` lives inside ``dp·cp`` as in Megatron-Core."""
 
-    tp: int = Field(default=1, ge=1)
-    pp: int = Field(default=1, ge=1)
-    dp: int = Field(default=1, ge=1)
-    cp: int = Field(default=1, ge=1)
-    ep: int = Field(default=1, ge=1)
+    tp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    pp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    dp: int = Field(default=1, ge=1, le=MAX_GPU_COUNT)
+    cp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    ep: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
     zero_stage: int = Field(default=0, ge=0, le=3, description="0 DDP, 1/2/3 ZeRO; FSDP full shard = 3")
-    micro_batch: int = Field(default=1, ge=1, description="sequences per GPU per forward/backward")
+    micro_batch: int = Field(
+        default=1, ge=1, le=MAX_GLOBAL_BATCH, description="sequences per GPU per forward/backward"
+    )
     checkpointing: Checkpointing = "none"
     cpu_offload: bool = Field(default=False, description="optimizer states (and master weights) in host RAM")
     activation_offload: bool = Field(default=False, description="checkpointed activations kept in host RAM")
-    virtual_stages: int = Field(default=1, ge=1, description="interleaved pipeline: model chunks per PP rank")
+    virtual_stages: int = Field(
+        default=1, ge=1, le=MAX_LAYERS, description="interleaved pipeline: model chunks per PP rank"
+    )
 
     @property
     def num_gpus(self) -> int:

@@ -240,12 +240,17 @@ async def recommend_plots(
     )
 
 
+_BUDGET_FLAGS = (("--samples", "samples"), ("--seq-len", "seq_len"))
+"""The flags a token-budget error may name, and the body field each is."""
+
+
 def _train_tokens(body: TrainPlanBody) -> float:
     """``gpuplan train-plan``'s token budget rule, with the error tagged to the form's field."""
     try:
         return tokens_to_train(body.tokens, body.epochs, body.samples, body.seq_len)
     except UserInputError as exc:
-        raise FieldError(exc.message, field="tokens") from None
+        field = next((f for flag, f in _BUDGET_FLAGS if exc.message.startswith(flag)), "tokens")
+        raise FieldError(exc.message, field=field, hint=exc.hint) from None
 
 
 def train_request(body: TrainPlanBody) -> tuple[TrainPlanRequest, SearchBound]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from gpuplan.adapters import yamltext
 from gpuplan.core.calibration.serving import Calibration, FitProvenance, parse_calibration
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import DataError, FileFormatError
@@ -31,7 +32,7 @@ def fit_provenance(*, method: str, data: str, rows: int, command: str) -> FitPro
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamltext.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FileFormatError(
             f"cannot read calibration profile {path}: {exc.strerror}",

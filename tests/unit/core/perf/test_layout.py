@@ -11,9 +11,10 @@ from pydantic import ValidationError
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.core.dtypes import DTYPES, get_dtype
 from gpuplan.core.errors import UnknownNameError, UserInputError
+from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import get_engine
-from gpuplan.core.perf.layout import Layout, check_layout
+from gpuplan.core.perf.layout import Layout, check_layout, tp_choices
 
 
 def test_names_and_aliases_become_the_table_objects() -> None:
@@ -110,3 +111,20 @@ def test_pre_ampere_gpus_refuse_fp8_and_fp4_weights(llama8b: ModelSpec, dtype: s
             check_layout(llama8b, v100, layout)
     else:
         check_layout(llama8b, v100, layout)
+
+
+def test_tp_choices_are_the_head_divisors_up_to_the_node() -> None:
+    assert tp_choices(96, max_tp=8) == [1, 2, 3, 4, 6, 8]
+    assert tp_choices(6, max_tp=8) == [1, 2, 3, 6]
+    # the work is max_tp steps whatever the head count: 2^40 - 1 = 3 x 5^2 x 11 x 17 x 31 x 41 x 61681
+    assert tp_choices(2**40 - 1, max_tp=16) == [1, 3, 5, 11, 15]
+
+
+def test_a_tp_that_does_not_divide_the_heads_suggests_the_node_s_sizes(
+    llama8b: ModelSpec, h100: GpuSpec
+) -> None:
+    with pytest.raises(UserInputError) as err:
+        check_layout(llama8b, h100, Layout(tp=3))
+    assert err.value.one_line() == (
+        "tp=3 does not divide meta-llama/Llama-3.1-8B's 32 attention heads (use tp in [1, 2, 4, 8])"
+    )

@@ -13,13 +13,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.schedule import offsets_s
 from gpuplan.adapters.bench.tokens import estimate_tokens, synthetic_prompt
+from gpuplan.core import jsontext
 from gpuplan.core.errors import FileFormatError, UserInputError
 
 
@@ -94,7 +94,7 @@ def load_prompts(path: str) -> list[Prompt]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = jsontext.loads(line)
         except ValueError as exc:
             raise FileFormatError(f"{path} line {number}: not JSON ({exc})") from None
         prompts.append(_prompt(item, path, number))

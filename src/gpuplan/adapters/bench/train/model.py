@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from gpuplan.adapters.models.registry import aliases
+from gpuplan.core import jsontext
 from gpuplan.core.errors import UserInputError
 from gpuplan.data import bundled
 
@@ -23,7 +24,7 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 def _bundled_bench(model_id: str) -> dict[str, Any] | None:
     path = bundled("bench", f"{model_id}.json")
-    return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
+    return dict(jsontext.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
 def _bundled_gpuplan(model_id: str) -> dict[str, Any] | None:
@@ -47,7 +48,7 @@ def resolve_config(model_id: str) -> dict[str, Any]:
     if path.is_dir():
         path = path / "config.json"
     if path.is_file():
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        return dict(jsontext.loads(path.read_text(encoding="utf-8")))
     raise UserInputError(
         f"no config for model {model_id!r}",
         hint="a bundled id (gpuplan models), tiny-llama, or a path to config.json",
