@@ -6,6 +6,8 @@ Contract (``gpuplan/interfaces/cli/app.py``): exit 0 ok, 1 user input error, 2 i
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,3 +89,23 @@ def user_error(invoke: Invoke) -> Callable[..., str]:
         return line
 
     return _check
+
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+@pytest.fixture
+def mock_url() -> Iterator[str]:
+    """A mock OpenAI server (TTFT 5 ms, ITL 1 ms) in its own process on 127.0.0.1 for the test's duration."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": SRC},
+    )
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().split()[-1]
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -3,35 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from gpuplan.interfaces.cli.app import app
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture
-def mock_url() -> Iterator[str]:
-    """A mock OpenAI server (TTFT 5 ms, ITL 1 ms) in its own process for the test's duration."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={"PYTHONPATH": SRC},
-    )
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().split()[-1]
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
 
 CONTRACT = {
     "requests_completed",

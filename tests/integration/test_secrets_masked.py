@@ -4,9 +4,7 @@ URL's query) is never printed, and never stored in a run's config or conditions.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,28 +15,10 @@ from sqlalchemy import insert
 from gpuplan.adapters.store.database import Store, runs
 from gpuplan.interfaces.cli.cmd_bench import announce
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 SECRET = "s3cret-Pw"
 UNREACHABLE_STORE = f"postgresql://me:{SECRET}@127.0.0.1:9/results"
 Invoke = Callable[..., Any]
 """The ``invoke`` fixture of conftest.py: ``gpuplan ARGS`` in-process, its ``Run``."""
-
-
-@pytest.fixture
-def mock_url() -> Iterator[str]:
-    """The mock OpenAI server (TTFT 1 ms, ITL 1 ms) in its own process, on 127.0.0.1."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "1", "--itl-ms", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={"PYTHONPATH": SRC},
-    )
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().split()[-1]
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 @pytest.mark.parametrize("given", ["flag", "env"])
