@@ -19,10 +19,12 @@ from gpuplan.core.frozen import FiniteModel
 Vendor = Literal["NVIDIA", "AMD", "Intel"]
 Family = Literal["turing", "volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi"]
 LinkKind = Literal["nvlink", "nvlink-bridge", "xgmi", "pcie", "c2c"]
-MAX_GPU_COUNT = 100_000
+MAX_GPU_COUNT = 200_000
 """Most GPUs one plan, deployment or training job may use: the size of the largest published single
-clusters (xAI Colossus, 100,000 H100s in 2024; Meta's two 24,576-GPU Llama 3 clusters). Scenario
-documents, flags and web bodies are bounded by it, so a count is a one-line error, not hours of work."""
+cluster, xAI Colossus in Memphis (100,000 H100s at its start in July 2024, 200,000 H100/H200 by 2025:
+https://www.teslarati.com/xai-supercomputer-memphis-upgraded-1-million-gpus/; Meta's Llama 3 clusters
+are 24,576). Scenario documents, flags and web bodies are bounded by it, so a count is a one-line
+error, not hours of work (``train-plan --max-gpus 100000`` for a 70B model: 3.9 s)."""
 MAX_PARALLEL_DEGREE = 1_024
 """Most ranks of one TP, PP or EP group (the bound layouts always had): 14x the largest NVLink
 domain sold, GB200 NVL72's 72 GPUs (the catalog's largest is 8); published layouts stay far below."""
