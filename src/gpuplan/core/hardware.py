@@ -44,6 +44,12 @@ class DenseTflops(FiniteModel):
     fp4: float | None = Field(default=None, gt=0)
 
 
+SERVER_GPUS = 8
+"""GPUs in one server unless the catalog says fewer (HGX/DGX and 8-slot PCIe servers such as AWS
+g6e.48xlarge): TP may span a server's GPUs even where the scale-up domain is smaller (PCIe boards,
+NVLink pairs)."""
+
+
 class Interconnect(FiniteModel):
     """GPU-to-GPU and host links. Bandwidths are bidirectional per GPU, bytes/s (NVIDIA's convention)."""
 
@@ -52,6 +58,14 @@ class Interconnect(FiniteModel):
     scale_up_domain_gpus: int = Field(ge=1, description="GPUs that share the scale-up fabric (8 for HGX)")
     pcie_gen: int | None = Field(default=None, ge=3, le=6)
     pcie_bytes_per_s: float | None = Field(default=None, gt=0, description="bidirectional x16")
+    server_gpus: int | None = Field(
+        default=None, ge=1, description="GPUs in one server when fewer than 8 (a superchip node: 1)"
+    )
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs one server holds: ``server_gpus``, else the scale-up domain or ``SERVER_GPUS``, the larger."""
+        return self.server_gpus or max(self.scale_up_domain_gpus, SERVER_GPUS)
 
 
 class MigProfile(FiniteModel):
