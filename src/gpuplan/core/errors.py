@@ -27,6 +27,8 @@ from pydantic import BaseModel, ValidationError
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 
 __all__ = [
+    "DEFAULT_SUGGESTIONS",
+    "FAMILY_SUGGESTIONS",
     "BenchmarkError",
     "DataError",
     "FileFormatError",
@@ -36,6 +38,7 @@ __all__ = [
     "UserInputError",
     "check_whole_number",
     "closest",
+    "family_of",
     "first_problem",
     "shown_int",
     "validate_data",

@@ -172,6 +172,11 @@ def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
 def _check_dtype_support(gpu: GpuSpec, layout: Layout) -> None:
     """Weights whose kernels need Ampere (``DType.kernels_need_ampere``) on a GPU without a bf16
     tensor rate (Volta, Turing) raise UserInputError."""
+    if layout.weight_dtype == BF16 and gpu.dense_tflops.bf16 is None:
+        raise UserInputError(
+            f"bf16 weights need a GPU with bf16 math; {gpu.id} has none (engines refuse bf16 there)",
+            hint="use --dtype fp16 (same size; vLLM's --dtype auto picks it on this GPU)",
+        )
     if layout.weight_dtype.kernels_need_ampere and gpu.dense_tflops.bf16 is None:
         raise UserInputError(
             f"{layout.weight_dtype} weights need an Ampere-or-newer GPU; {gpu.id} has no kernels for them",

@@ -140,3 +140,11 @@ def test_tp_stays_inside_one_server(llama8b: ModelSpec) -> None:
         check_layout(llama8b, gh200, Layout(tp=2))
     check_layout(llama8b, gh200, Layout(tp=1, replicas=8))
     check_layout(llama8b, h100_pcie, Layout(tp=8))
+
+
+def test_bf16_weights_on_a_gpu_without_bf16_name_the_fp16_fix(llama8b: ModelSpec) -> None:
+    t4 = default_catalog().get_gpu("T4")
+    with pytest.raises(UserInputError, match="T4 has none") as info:
+        check_layout(llama8b, t4, Layout(weight_dtype="bf16"))
+    assert "--dtype fp16" in str(info.value)
+    check_layout(llama8b, t4, Layout(weight_dtype="fp16"))
