@@ -214,6 +214,7 @@ def recommend(
         recommend_training(
             task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
             gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
+            calibration=calibration,
         )  # fmt: skip
         return
     if task != "infer":

@@ -56,7 +56,7 @@ def calibrate_rows(
         )
     start = load_calibration(base) if base else default_calibration()
     start_training = load_training_calibration(base) if base else default_training_calibration()
-    cal, mfu, fitted = fit_profile(rows, catalog, start, data=data, command=command)
+    cal, mfu, fitted = fit_profile(rows, catalog, start, data=data, command=command, training=start_training)
     training = start_training.model_copy(update={"mfu": start_training.mfu | mfu})
     errors = compare(rows, catalog, (start, start_training), (cal, training))
     factors = [
