@@ -2,7 +2,8 @@
 the factor ``train-plan`` reads.
 
 A ``bench train`` row (kind ``train``, metric ``tflops``) is one GPU stepping ``batch_size`` sequences of
-``seq_len`` tokens of ``model`` (method ``full`` or ``lora``, no gradient checkpointing, AdamW). Its
+``seq_len`` tokens of ``model`` (method ``full`` or ``lora`` at ``lora_rank``, default 16; ``checkpointing``
+``full`` when the run recomputed activations, else none; AdamW). Its
 ``value`` is the bench's credited TFLOP/s (``adapters/bench/train/flops.py``), so the measured step time
 is ``credited FLOPs × tokens / value``. The model's value for the row is the same quantity with the step
 time of ``core/training/step.py predict_step`` on that job and layout (dp = 1, micro-batch =
@@ -32,7 +33,7 @@ from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.training.spec import TrainingJob, TrainingLayout, check_layout
+from gpuplan.core.training.spec import DEFAULT_LORA_RANK, TrainingJob, TrainingLayout, check_layout
 from gpuplan.core.training.step import mfu_key, predict_step
 from gpuplan.core.units import TFLOPS
 from gpuplan.usecases.calibration.measured_rows import ResultRow
@@ -76,11 +77,21 @@ def train_case(row: ResultRow, catalog: Catalog) -> TrainCase | None:
         batch, seq_len = int(fields["batch_size"]), int(fields["seq_len"])
         method = fields.get("method", "full")
         model = model_for_seq_len(get_model(fields["model"]), seq_len)
-        job = TrainingJob(method=resolve_method(method), dtype=dtype, seq_len=seq_len, global_batch=batch)
-        layout = TrainingLayout(micro_batch=batch)
+        job = TrainingJob.model_validate(
+            {
+                "method": resolve_method(method),
+                "dtype": dtype,
+                "seq_len": seq_len,
+                "global_batch": batch,
+                "lora_rank": int(fields.get("lora_rank") or DEFAULT_LORA_RANK),
+            }
+        )
+        layout = TrainingLayout.model_validate(
+            {"micro_batch": batch, "checkpointing": fields.get("checkpointing") or "none"}
+        )
         check_layout(model, job, layout)
         credited = credited_flops_per_token(model, seq_len=seq_len, method=method) * batch * seq_len
-    except (KeyError, ValueError, GpuplanError):
+    except (KeyError, ValueError, GpuplanError):  # pydantic's ValidationError is a ValueError
         return None
     return TrainCase(
         model=model,
