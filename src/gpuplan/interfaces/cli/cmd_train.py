@@ -137,6 +137,7 @@ def _plan_table(result: TrainPlanResult) -> None:
             p.layout,
             p.step.tokens_per_s_per_gpu,
             p.step.mfu,
+            p.step.hfu,
             p.step.step_time_s,
             p.memory_gib_per_gpu,
             p.cost.wall_hours,
@@ -151,6 +152,7 @@ def _plan_table(result: TrainPlanResult) -> None:
         "layout",
         "tok/s/GPU",
         "MFU",
+        "HFU",
         "step s",
         "GiB/GPU",
         "hours",
@@ -159,7 +161,7 @@ def _plan_table(result: TrainPlanResult) -> None:
     ]
     table(f"{result.model} {result.method}, {result.tokens:.3g} tokens", columns, rows)
     _breakdown_table(
-        "step time by part, s (the plans above, in order)",
+        "step time by part, s (adds up to step s; the plans above, in order)",
         [f"{rank}. {p.gpu} x{p.gpus}" for rank, p in enumerate(result.plans, start=1)],
         [p.step for p in result.plans],
     )
@@ -170,22 +172,10 @@ def _plan_table(result: TrainPlanResult) -> None:
 
 def _breakdown_table(title: str, names: list[str], steps: list[StepPrediction]) -> None:
     """One row per plan: the parts of its step (``StepPrediction.breakdown``: compute, exposed
-    communication, pipeline bubble, optimizer and other), the step time, MFU and HFU."""
-    columns = [
-        "plan",
-        "compute",
-        "comm DP",
-        "comm TP/CP/EP/PP",
-        "bubble",
-        "optimizer",
-        "other",
-        "step",
-        "MFU",
-        "HFU",
-    ]
+    communication, pipeline bubble, optimizer and other), which add up to its step time."""
+    columns = ["plan", "compute", "comm DP", "comm TP/CP/EP/PP", "bubble", "optimizer", "other"]
     rows = [
-        [name, *[seconds for _, seconds in step.breakdown()], step.step_time_s, step.mfu, step.hfu]
-        for name, step in zip(names, steps, strict=True)
+        [name, *[seconds for _, seconds in step.breakdown()]] for name, step in zip(names, steps, strict=True)
     ]
     table(title, columns, rows)
 
@@ -284,7 +274,7 @@ def _fit_table(r: TrainFitResult) -> None:
                 ]
             ],
         )
-        _breakdown_table("step time by part, s", [r.gpu], [r.step])
+        _breakdown_table("step time by part, s (adds up to step s)", [r.gpu], [r.step])
         lines([f"MFU and HFU: {r.mfu_convention}"], title="conventions")
 
 
