@@ -40,7 +40,7 @@ __all__ = [
 MethodOpt = Annotated[str, typer.Option(help="full | lora | qlora | pretrain")]
 
 
-def training_calibration(path: Path | None) -> TrainingCalibration | None:
+def _training_calibration(path: Path | None) -> TrainingCalibration | None:
     """The training factors of a ``--calibration`` profile, loaded once here (None: the bundled ones)."""
     return load_training_calibration(path) if path else None
 
@@ -84,7 +84,7 @@ def train_plan(
         objective=objective,
         inter_node_gbps=inter_node_gbps,
     )
-    render_train_plan(plan_training(req, catalog_from(catalog), training_calibration(calibration)), out)
+    render_train_plan(plan_training(req, catalog_from(catalog), _training_calibration(calibration)), out)
 
 
 def recommend_training(
@@ -118,7 +118,7 @@ def recommend_training(
             "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
         }
     )
-    render_train_plan(plan_training(req, catalog_from(catalog), training_calibration(calibration)), out)
+    render_train_plan(plan_training(req, catalog_from(catalog), _training_calibration(calibration)), out)
 
 
 def render_train_plan(result: TrainPlanResult, out: str) -> None:
@@ -230,7 +230,7 @@ def train_fit(
             "checkpointing": checkpointing,
         }
     )
-    cal = training_calibration(calibration)
+    cal = _training_calibration(calibration)
     _show_fit(fit_training(model, gpu, job, layout, catalog_from(catalog), cal), out)
 
 
