@@ -74,6 +74,7 @@ def calibrate_rows(
         "errors": [e.model_dump() for e in errors],
         "factors": factors,
         "training_mfu": mfu,
+        "training_mfu_before": {key: start_training.factor("mfu", key) for key in mfu},
         "profile": str(output) if output else None,
         "calibration": cal.model_dump(mode="json"),
     }
