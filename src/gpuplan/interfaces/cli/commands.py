@@ -212,8 +212,8 @@ def recommend(
             ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget, scenario=scenario,
         )  # fmt: skip
         recommend_training(
-            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
+            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch, gpus=gpus,
+            max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog, calibration=calibration,
         )  # fmt: skip
         return
     if task != "infer":
