@@ -66,6 +66,7 @@ def recommend(
         )
     return Recommendation(
         model=model.id,
+        workload=target,
         objective=objective,
         plans=[shown_as(p) for p in shown],
         rejected=rejected,

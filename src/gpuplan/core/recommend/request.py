@@ -17,6 +17,7 @@ from pydantic_core import CoreSchema
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.layout import Layout
+from gpuplan.core.workload import Workload
 
 Objective = Literal["cost", "latency", "throughput"]
 
@@ -181,7 +182,11 @@ class Rejection(FrozenModel):
 
 
 class Recommendation(FrozenModel):
+    """Ranked plans for one model and workload. ``workload``: the request it answers (lengths and
+    load), so a plan file carries what ``k8s render`` needs; None in files written before it was."""
+
     model: str
+    workload: Workload | None = None
     objective: Objective
     plans: list[Plan]
     rejected: list[Rejection]
