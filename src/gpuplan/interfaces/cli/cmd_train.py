@@ -209,6 +209,16 @@ def train_fit(
 ) -> None:
     """Training memory per GPU (weights, grads, optimizer, activations) and step time of one layout."""
     out = fmt(format)
+    degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}  # tensor, pipeline, data, context, expert
+    layout = TrainingLayout.model_validate(
+        {
+            **degrees,
+            "virtual_stages": virtual_stages,
+            "zero_stage": zero,
+            "micro_batch": micro_batch,
+            "checkpointing": checkpointing,
+        }
+    )
     job = TrainingJob.model_validate(
         {
             "method": resolve_method(method),
@@ -218,16 +228,6 @@ def train_fit(
             "global_batch": global_batch or micro_batch * dp,
             "lora_rank": lora_rank,
             "allow_long_seq": allow_long_seq,
-        }
-    )
-    degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}  # tensor, pipeline, data, context, expert
-    layout = TrainingLayout.model_validate(
-        {
-            **degrees,
-            "virtual_stages": virtual_stages,
-            "zero_stage": zero,
-            "micro_batch": micro_batch,
-            "checkpointing": checkpointing,
         }
     )
     cal = _training_calibration(calibration)

@@ -327,7 +327,27 @@ def _scenario_from_flags(f: ServingFlags) -> ScenarioFile:
         "precision": {"allowed": [d.strip() for d in f.dtypes.split(",") if d.strip()]},
         "prices": {"max_usd_per_hour": f.budget},
     }
-    return scenario_from_mapping(doc)
+    return scenario_from_mapping(doc, names=RECOMMEND_FLAG_FIELDS)
+
+
+RECOMMEND_FLAG_FIELDS = {
+    "model": "--model",
+    "engine": "--engine",
+    "objective": "--objective",
+    "workload.input_tokens": "--input-tokens",
+    "workload.output_tokens": "--output-tokens",
+    "workload.rate_rps": "--rate",
+    "workload.concurrency": "--concurrency",
+    **{
+        f"sla.{limit}": f"--{limit.replace('_', '-')}"
+        for limit in ("ttft_ms", "tpot_ms", "ttft_p99_ms", "tpot_p99_ms")
+    },
+    "hardware.gpus": "--gpus",
+    "hardware.max_gpus": "--max-gpus",
+    "precision.allowed": "--dtypes",
+    "prices.max_usd_per_hour": "--budget",
+}
+"""The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""
 
 
 @app.command()
