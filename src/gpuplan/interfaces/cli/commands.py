@@ -193,10 +193,14 @@ def recommend(
     budget: Annotated[float | None, typer.Option(help="max $/hour")] = None,
     example: Annotated[bool, typer.Option(help="run the built-in example")] = False,
     task: Annotated[str, typer.Option(help="infer | train | finetune")] = "infer",
-    method: Annotated[str, typer.Option(help="train/finetune: full | lora | qlora")] = "full",
+    method: Annotated[
+        str | None, typer.Option(help="train/finetune: full | lora | qlora [default: full]")
+    ] = None,
     seq_len: Annotated[int | None, typer.Option(help="train/finetune: tokens per sequence")] = None,
     tokens: Annotated[float | None, typer.Option(help="train/finetune: tokens to train on")] = None,
-    global_batch: Annotated[int, typer.Option(help="train/finetune: sequences per step")] = 256,
+    global_batch: Annotated[
+        int | None, typer.Option(help="train/finetune: sequences per step [default: 256]")
+    ] = None,
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
@@ -212,12 +216,17 @@ def recommend(
             ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget, scenario=scenario,
         )  # fmt: skip
         recommend_training(
-            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch, gpus=gpus,
-            max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog, calibration=calibration,
+            task=task, method=method or "full", model=model, seq_len=seq_len, tokens=tokens, gpus=gpus,
+            global_batch=global_batch or TRAIN_GLOBAL_BATCH, max_gpus=max_gpus, objective=objective, out=fmt(format),
+            catalog=catalog, calibration=calibration,
         )  # fmt: skip
         return
     if task != "infer":
         raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
+    _refuse_flags(
+        (" by a serving request (they are --task train|finetune flags)", "drop them, or add --task train"),
+        method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
+    )  # fmt: skip
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
@@ -277,6 +286,8 @@ def _recommend_serving(
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
 
 
+TRAIN_GLOBAL_BATCH = 256
+"""``recommend --task train``'s sequences per optimizer step when ``--global-batch`` is not given."""
 DOCUMENT_IS_THE_REQUEST = (
     ": a scenario file (or --example) is the whole request",
     "put the values in the file, or drop the file and use flags only",
