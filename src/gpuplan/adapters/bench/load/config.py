@@ -78,7 +78,7 @@ class LoadConfig(FrozenModel):
     api_key: str | None = Field(
         default=None, repr=False, description="sent as Authorization: Bearer; never stored or printed"
     )
-    headers: dict[str, str] = Field(default_factory=dict, description="extra request headers")
+    headers: dict[str, str] = Field(default_factory=dict, repr=False, description="extra request headers")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="merged into every request body")
     temperature: float = Field(default=0.0, ge=0, le=MAX_TEMPERATURE, allow_inf_nan=False)
     top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
