@@ -62,7 +62,7 @@ ApiKeyOpt = Annotated[
     ),
 ]
 HeaderOpt = Annotated[
-    list[str] | None, typer.Option("--header", help="extra header 'NAME: VALUE' (repeatable)")
+    list[str] | None, typer.Option("--header", help="extra header 'NAME: VALUE' or NAME=VALUE (repeatable)")
 ]
 ExtraBodyOpt = Annotated[str | None, typer.Option(help="JSON object merged into every request body")]
 TemperatureOpt = Annotated[float, typer.Option(help="sampling temperature")]

@@ -12,16 +12,19 @@ from gpuplan.core.errors import UserInputError
 
 
 def headers(items: list[str] | None) -> dict[str, str]:
-    """``--header 'NAME: VALUE'`` (repeatable, curl's form) as a dict; a later NAME wins."""
+    """``--header 'NAME: VALUE'`` (curl's form) or ``NAME=VALUE`` (``vllm bench serve``'s), repeatable, as
+    a dict; a later NAME wins. A name cannot hold ``:`` or ``=`` (RFC 9110 tokens), so the first of the
+    two ends it and the value may hold either."""
     out: dict[str, str] = {}
     for number, item in enumerate(items or (), start=1):
-        name, colon, value = item.partition(":")
-        if not colon or not name.strip():
+        cuts = [i for i in (item.find(":"), item.find("=")) if i >= 0]
+        name = item[: min(cuts)].strip() if cuts else ""
+        if not name:
             raise UserInputError(
-                f"--header number {number} is not NAME:VALUE (no ':' after a name)",
+                f"--header number {number} is not NAME:VALUE or NAME=VALUE",
                 hint="e.g. --header 'X-Request-Source: bench'",
             )
-        out[name.strip()] = value.strip()
+        out[name] = item[min(cuts) + 1 :].strip()
     return out
 
 

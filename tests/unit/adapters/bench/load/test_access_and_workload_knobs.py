@@ -121,6 +121,10 @@ def test_headers_and_keys_unfit_for_the_wire_are_refused_without_echoing_them(
 
 def test_flag_parsers() -> None:
     assert flags.headers(["X-A: 1", "X-B:two:three", "X-A: 3"]) == {"X-A": "3", "X-B": "two:three"}
+    assert flags.headers(["x-info=0.3.3", "Authorization: Bearer ab=="]) == {
+        "x-info": "0.3.3",  # vllm bench serve's form
+        "Authorization": "Bearer ab==",
+    }
     with pytest.raises(UserInputError, match="--header number 2") as caught:
         flags.headers(["X-A: 1", "Authorization Bearer sk-xyz"])
     assert "sk-xyz" not in caught.value.one_line()
