@@ -254,3 +254,37 @@ def test_a_sharegpt_dataset_runs_with_its_real_lengths(tmp_path: Path, invoke: I
     summary = json.loads(run.stdout)
     assert summary["requests_completed"] == 4 and summary["output_tokens_mean"] == (6 + 3) / 2
     assert summary["input_tokens_mean"] == (5 + 1) / 2  # the mock's usage: words of each prompt
+
+
+def test_resuming_a_keyed_run_needs_the_key_and_the_secret_header_again(
+    mock: str, tmp_path: Path, invoke: Invoke
+) -> None:
+    db = tmp_path / "r.sqlite"
+    first = _serve(
+        invoke, mock, db, "--model", MODEL, "--concurrency", "1", "--num-prompts", "3", "--api-key", KEY,
+        "--header", "X-Api-Token: tok-1",
+    )  # fmt: skip
+    assert first.exit_code == 0, first.output
+    [info] = Store(f"sqlite:///{db}").runs()
+    bare = invoke("bench", "serve", "--resume", info.run_id, "--store", f"sqlite:///{db}", "--api-key", KEY)
+    assert bare.exit_code == 1 and "--header 'X-Api-Token: VALUE'" in bare.error_line()
+    keyless = invoke(
+        "bench",
+        "serve",
+        "--resume",
+        info.run_id,
+        "--store",
+        f"sqlite:///{db}",
+        "--header",
+        "X-Api-Token: tok-1",
+    )
+    assert (
+        keyless.exit_code == 1 and "HTTP 401" in keyless.error_line()
+    )  # the key is not stored: give it again
+    again = invoke(
+        "bench", "serve", "--resume", info.run_id, "--store", f"sqlite:///{db}", "--format", "json",
+        "--api-key", KEY, "--header", "X-Api-Token: tok-1",
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["requests_completed"] == 3  # nothing left to send; all three kept
+    assert _stats(mock)["requests"] == 3
