@@ -196,7 +196,8 @@ class LoadConfig(FrozenModel):
     def secrets(self) -> tuple[str, ...]:
         """The secret strings of this config (the key, secret header values), to mask in messages."""
         masked = redact_headers(self.http_headers())
-        return tuple(v for k, v in self.http_headers().items() if v and masked[k] != v)
+        values = [v for k, v in self.http_headers().items() if v and masked[k] != v]
+        return (*values, self.api_key) if self.api_key else tuple(values)
 
     @property
     def goodput_sla(self) -> Sla:

@@ -86,7 +86,7 @@ def test_the_key_is_never_dumped_and_secret_headers_are_masked() -> None:
     # Only the hand-over to a worker process reveals them, and it round-trips.
     revealed = LoadConfig.model_validate_json(config.model_dump_json(context={REVEAL_SECRETS: True}))
     assert revealed.api_key == KEY and revealed.headers["X-API-Key"] == "hdr-secret"
-    assert set(config.secrets()) == {f"Bearer {KEY}", "hdr-secret"}
+    assert set(config.secrets()) == {f"Bearer {KEY}", "hdr-secret", KEY}
 
 
 def test_resuming_takes_the_secrets_again_and_refuses_a_masked_header() -> None:
@@ -280,3 +280,16 @@ def test_a_count_bounded_summary_uses_the_span_not_the_nominal_duration() -> Non
     summary = summarise("r", config, records)
     assert summary.achieved_rate_rps == pytest.approx(4 / 2.0)  # 4 completed by 2.0 s, not 4 / 86,400
     assert math.isclose(summary.requests_completed, 4)
+
+
+def test_an_error_body_echoing_a_secret_is_stored_masked() -> None:
+    config = _config(api_key=KEY, headers={"X-Api-Token": "tok-99"})
+    echoed = RequestRecord(
+        index=0, scheduled_s=0.0, sent_s=0.0, done_s=0.1, status=401, error="http_401",
+        error_detail=f"bad header Authorization: Bearer {KEY}; token tok-99",
+    )  # fmt: skip
+    masked = client._masked(echoed, config)
+    assert masked.error_detail == f"bad header Authorization: {MASK}; token {MASK}"
+    bare = echoed.model_copy(update={"error_detail": f"key {KEY} unknown"})
+    assert client._masked(bare, config).error_detail == f"key {MASK} unknown"  # the key alone too
+    assert client._masked(_record(1, None), config) == _record(1, None)  # no detail: untouched
