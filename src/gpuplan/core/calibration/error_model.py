@@ -1,16 +1,18 @@
 """An empirical error model: quantiles of log(measured / predicted) per group, sparse groups shrunk.
 
 Each residual carries a *path* of group keys from the broadest to the narrowest, e.g.
-``("throughput", "output_tokens_per_s", "saturated", "gpu calibrated", "engine known")``. Every
-prefix of a path is a group. A group's quantiles at the probabilities of ``QUANTILE_GRID`` are its
-empirical quantiles pooled with its parent's (already shrunk) quantiles,
+``("throughput", "saturated", "gpu calibrated", "engine known", "output_tokens_per_s")``. Every
+prefix of a path is a group. Rows of one GPU share a bias (the factors of a GPU the fit never saw are
+off together), so the unit of evidence is the GPU, not the row: within a group each GPU weighs
+equally (its rows share one unit of weight), and a group's quantiles at the probabilities of
+``QUANTILE_GRID`` are its GPU-weighted empirical quantiles pooled with its parent's (already shrunk)
+quantiles,
 
     q_group(p) = w · q_empirical(p) + (1 − w) · q_parent(p),   w = n / (n + k),
 
-with ``n`` the group's residuals and ``k`` the shrinkage strength (``SHRINKAGE_K``): a group of 3
-rows moves its parent's quantiles by 3/13, one of 100 rows is almost its own. The top level (one
-group per metric family) is its own empirical distribution. A prediction whose path reaches a group
-with no residuals uses its deepest ancestor that has some.
+with ``n`` the GPUs the group has rows of and ``k`` the shrinkage strength (``SHRINKAGE_K``). The top
+level (one group per metric family) is its own empirical distribution. A prediction whose path
+reaches a group with no residuals uses its deepest ancestor that has some.
 
 An interval at level L is ``predicted · exp(q((1−L)/2))`` to ``predicted · exp(q((1+L)/2))``.
 """
@@ -32,8 +34,10 @@ QUANTILE_GRID: tuple[float, ...] = (
 """Probabilities at which each group's quantiles are held: both ends of every interval from 50 % to
 99 % lie on or between two of them (linear interpolation in between)."""
 SHRINKAGE_K = 10.0
-"""Pseudo-count of the parent group: a child's own quantiles get weight n/(n+k). 10 makes a group of
-10 rows half its own, half its parent's; the rows per group of the development sets are 3-200."""
+"""Pseudo-count, in GPUs, of the parent group: a child's own quantiles get weight n/(n+k), n its GPUs.
+The development sets have 1-9 GPUs per group, so a child moves its parent by at most 9/19. Chosen
+among 3, 5, 10 and 20 by the held-out coverage of docs/validate.md (Intervals): 3 and 5 made
+the narrow memory groups too narrow for a GPU they had not seen; 20 changed little."""
 MIN_LEVEL = 0.5
 MAX_LEVEL = 0.99
 """The interval levels a user may ask for (``--interval``): the grid's ends cover 99 %."""
@@ -55,6 +59,9 @@ class ErrorGroup(FrozenModel):
     """One group's size and its shrunk quantiles of log(measured / predicted) at ``QUANTILE_GRID``."""
 
     n: int = Field(ge=1)
+    """Residuals (rows)."""
+    gpus: int = Field(ge=1)
+    """GPUs those rows are of: the ``n`` of the shrinkage weight."""
     quantiles: tuple[float, ...]
 
 
@@ -119,21 +126,44 @@ def shrink(*, own: Sequence[float], parent: Sequence[float] | None, n: int, k: f
     return tuple(float(w * a + (1.0 - w) * b) for a, b in zip(own, parent, strict=True))
 
 
+def weighted_quantiles(
+    *, values: Sequence[float], weights: Sequence[float], ps: Sequence[float]
+) -> np.ndarray:
+    """Quantiles of a weighted sample: each value sits at the midpoint of its share of the cumulative
+    weight (for equal weights, the Hazen plotting position (i − ½)/n), linear in between and flat
+    beyond the ends."""
+    order = np.argsort(values, kind="stable")
+    v = np.asarray(values, dtype=float)[order]
+    w = np.asarray(weights, dtype=float)[order]
+    position = (np.cumsum(w) - 0.5 * w) / w.sum()
+    return np.interp(list(ps), position, v)
+
+
+def gpu_weights(residuals: Sequence[Residual]) -> list[float]:
+    """1 / (rows of the residual's GPU among ``residuals``): every GPU weighs one unit."""
+    rows: dict[str, int] = {}
+    for r in residuals:
+        rows[r.gpu] = rows.get(r.gpu, 0) + 1
+    return [1.0 / rows[r.gpu] for r in residuals]
+
+
 def build_error_model(
     *, residuals: Sequence[Residual], k: float = SHRINKAGE_K, grid: Sequence[float] = QUANTILE_GRID
 ) -> ErrorModel:
-    """Every prefix of every residual's path as a group, parents first, each shrunk to its parent."""
-    members: dict[tuple[str, ...], list[float]] = {}
+    """Every prefix of every residual's path as a group, parents first, each shrunk to its parent
+    (GPU-weighted quantiles, module docstring)."""
+    members: dict[tuple[str, ...], list[Residual]] = {}
     for r in residuals:
         for depth in range(1, len(r.path) + 1):
-            members.setdefault(r.path[:depth], []).append(r.log_ratio)
+            members.setdefault(r.path[:depth], []).append(r)
     shrunk: dict[tuple[str, ...], tuple[float, ...]] = {}
     groups: dict[str, ErrorGroup] = {}
     for path in sorted(members, key=lambda p: (len(p), p)):
-        values = np.asarray(members[path], dtype=float)
-        own = np.quantile(values, list(grid))
-        shrunk[path] = shrink(own=own, parent=shrunk.get(path[:-1]), n=len(values), k=k)
-        groups[group_key(path)] = ErrorGroup(n=len(values), quantiles=shrunk[path])
+        rows = members[path]
+        own = weighted_quantiles(values=[r.log_ratio for r in rows], weights=gpu_weights(rows), ps=grid)
+        gpus = len({r.gpu for r in rows})
+        shrunk[path] = shrink(own=own, parent=shrunk.get(path[:-1]), n=gpus, k=k)
+        groups[group_key(path)] = ErrorGroup(n=len(rows), gpus=gpus, quantiles=shrunk[path])
     return ErrorModel(shrinkage_k=k, grid=tuple(grid), groups=groups)
 
 

@@ -31,24 +31,42 @@ def test_shrink_weights_own_quantiles_by_n_over_n_plus_k() -> None:
     assert shrink(own=[0.5], parent=None, n=2, k=10.0) == (0.5,)
 
 
+def _uniform_quantile(p: float, n: int = 201) -> float:
+    """Hazen quantile of n evenly spaced values in [-1, 1]: value i sits at (i + ½)/n."""
+    return -1.0 + 2.0 * (n * p - 0.5) / (n - 1)
+
+
 def test_top_group_is_its_own_empirical_distribution() -> None:
     values = np.linspace(-1.0, 1.0, 201)
     model = build_error_model(residuals=[_res(("f",), float(v), i=i) for i, v in enumerate(values)])
     group = model.groups["f"]
-    assert group.n == 201
-    # 201 evenly spaced values in [-1, 1]: the p-quantile is 2p − 1 exactly (linear interpolation)
+    assert (group.n, group.gpus) == (201, 1)
     for p, q in zip(QUANTILE_GRID, group.quantiles, strict=True):
-        assert q == pytest.approx(2 * p - 1, abs=1e-12)
+        assert q == pytest.approx(_uniform_quantile(p), abs=1e-12)
+
+
+def test_each_gpu_weighs_one_unit_whatever_its_rows() -> None:
+    # GPU A: 99 rows at 0; GPU B: 1 row at 1. Unweighted, 99 % of the mass is at 0; by GPU, half.
+    rows = [_res(("f",), 0.0, gpu="A", i=i) for i in range(99)] + [_res(("f",), 1.0, gpu="B", i=99)]
+    model = build_error_model(residuals=rows)
+    quantiles = model.groups["f"].quantiles
+    # A's rows sit at the midpoints of their weight, up to (1 − ½/99)/2; B's one row at 0.75
+    last_a = (1 - 0.5 / 99) / 2
+    assert quantile_at(grid=model.grid, quantiles=quantiles, p=0.25) == 0.0
+    assert quantile_at(grid=model.grid, quantiles=quantiles, p=0.75) == pytest.approx(1.0)
+    assert quantile_at(grid=model.grid, quantiles=quantiles, p=0.6) == pytest.approx(
+        (0.6 - last_a) / (0.75 - last_a)
+    )
 
 
 def test_child_is_pulled_towards_parent_by_the_named_weight() -> None:
-    parent_only = [_res(("f", "a"), 0.0, i=i) for i in range(30)]
-    child = [_res(("f", "b"), 1.0, i=100 + i) for i in range(10)]
+    parent_only = [_res(("f", "a"), 0.0, gpu=f"G{i}", i=i) for i in range(30)]
+    child = [_res(("f", "b"), 1.0, gpu=f"H{i}", i=100 + i) for i in range(10)]
     model = build_error_model(residuals=parent_only + child, k=10.0)
-    # family f: 30 zeros and 10 ones; median 0; its own quantiles, no parent
-    assert model.groups["f"].n == 40
+    # family f: 30 GPUs at 0 and 10 at 1; median 0; its own quantiles, no parent
+    assert model.groups["f"].gpus == 40
     assert quantile_at(grid=model.grid, quantiles=model.groups["f"].quantiles, p=0.5) == 0.0
-    # child b: own median 1, parent 0, w = 10/20
+    # child b: own median 1, parent 0, w = 10 GPUs / (10 + 10)
     median_b = quantile_at(grid=model.grid, quantiles=model.groups["f/b"].quantiles, p=0.5)
     assert median_b == pytest.approx(0.5)
 
@@ -66,9 +84,8 @@ def test_interval_ends_are_prediction_times_exp_quantiles() -> None:
     values = np.linspace(-1.0, 1.0, 201)
     model = build_error_model(residuals=[_res(("f",), float(v), i=i) for i, v in enumerate(values)])
     low, high = interval(model=model, path=("f",), predicted=100.0, level=0.8) or (0.0, 0.0)
-    # quantiles 0.1 and 0.9 of uniform [-1, 1] are -0.8 and 0.8
-    assert low == pytest.approx(100.0 * math.exp(-0.8))
-    assert high == pytest.approx(100.0 * math.exp(0.8))
+    assert low == pytest.approx(100.0 * math.exp(_uniform_quantile(0.1)))  # ≈ exp(-0.804)
+    assert high == pytest.approx(100.0 * math.exp(_uniform_quantile(0.9)))
     # a 50 % interval lies inside the 80 % one
     low50, high50 = interval(model=model, path=("f",), predicted=100.0, level=0.5) or (0.0, 0.0)
     assert low < low50 < 100.0 < high50 < high
