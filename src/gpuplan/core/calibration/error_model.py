@@ -128,7 +128,7 @@ def shrink(*, own: Sequence[float], parent: Sequence[float] | None, n: int, k: f
 
 def weighted_quantiles(
     *, values: Sequence[float], weights: Sequence[float], ps: Sequence[float]
-) -> np.ndarray:
+) -> tuple[float, ...]:
     """Quantiles of a weighted sample: each value sits at the midpoint of its share of the cumulative
     weight (for equal weights, the Hazen plotting position (i − ½)/n), linear in between and flat
     beyond the ends."""
@@ -136,7 +136,7 @@ def weighted_quantiles(
     v = np.asarray(values, dtype=float)[order]
     w = np.asarray(weights, dtype=float)[order]
     position = (np.cumsum(w) - 0.5 * w) / w.sum()
-    return np.interp(list(ps), position, v)
+    return tuple(float(q) for q in np.interp(list(ps), position, v))
 
 
 def gpu_weights(residuals: Sequence[Residual]) -> list[float]:
@@ -199,6 +199,34 @@ def interval(
     return predicted * math.exp(low), predicted * math.exp(high)
 
 
+def _score(
+    *, model: ErrorModel, residuals: Sequence[Residual], level: float
+) -> tuple[list[bool], list[float]]:
+    inside: list[bool] = []
+    widths: list[float] = []
+    for r in residuals:
+        ends = interval(model=model, path=r.path, predicted=1.0, level=level)
+        if ends is None:
+            continue
+        inside.append(ends[0] <= math.exp(r.log_ratio) <= ends[1])
+        widths.append(ends[1] / ends[0] - 1.0)
+    return inside, widths
+
+
+def _coverage(inside: Sequence[bool], widths: Sequence[float], level: float) -> Coverage:
+    if not inside:
+        return Coverage(n=0, level=level, coverage=None, median_width=None)
+    return Coverage(
+        n=len(inside), level=level, coverage=float(np.mean(inside)), median_width=float(np.median(widths))
+    )
+
+
+def coverage(*, model: ErrorModel, residuals: Sequence[Residual], level: float) -> Coverage:
+    """Coverage of ``model``'s ``level`` intervals on ``residuals`` (in-sample when the model was built
+    from them)."""
+    return _coverage(*_score(model=model, residuals=residuals, level=level), level)
+
+
 def held_out_coverage(
     *, residuals: Sequence[Residual], level: float, k: float = SHRINKAGE_K, family: str | None = None
 ) -> Coverage:
@@ -211,14 +239,7 @@ def held_out_coverage(
     widths: list[float] = []
     for gpu in sorted({r.gpu for r in scored}):
         model = build_error_model(residuals=[r for r in residuals if r.gpu != gpu], k=k)
-        for r in (r for r in scored if r.gpu == gpu):
-            ends = interval(model=model, path=r.path, predicted=1.0, level=level)
-            if ends is None:
-                continue
-            inside.append(ends[0] <= math.exp(r.log_ratio) <= ends[1])
-            widths.append(ends[1] / ends[0] - 1.0)
-    if not inside:
-        return Coverage(n=0, level=level, coverage=None, median_width=None)
-    return Coverage(
-        n=len(inside), level=level, coverage=float(np.mean(inside)), median_width=float(np.median(widths))
-    )
+        fold = _score(model=model, residuals=[r for r in scored if r.gpu == gpu], level=level)
+        inside += fold[0]
+        widths += fold[1]
+    return _coverage(inside, widths, level)

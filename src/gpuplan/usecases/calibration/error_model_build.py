@@ -36,6 +36,7 @@ from gpuplan.core.calibration.error_model import (
     ErrorModelInput,
     ErrorModelProvenance,
     Residual,
+    coverage,
     held_out_coverage,
 )
 from gpuplan.core.calibration.solver import MIN_ROWS_PER_FACTOR
@@ -233,28 +234,33 @@ def dump(data: ErrorModelData) -> str:
 COVERAGE_LEVELS = (0.5, 0.8)
 
 
-def coverage_table(data: ErrorModelData) -> list[tuple[str, Coverage, Coverage]]:
-    """Per metric family: the 50 % and 80 % coverage, the error model rebuilt without the row's GPU."""
-    rows: list[tuple[str, Coverage, Coverage]] = []
+def coverage_table(data: ErrorModelData) -> list[tuple[str, Coverage, Coverage, Coverage]]:
+    """Per metric family: the 50 % and 80 % coverage with the error model rebuilt without the row's
+    GPU, and the 80 % coverage in-sample (the model built from every residual, these included)."""
+    everything = data.model()
+    rows: list[tuple[str, Coverage, Coverage, Coverage]] = []
     for family in sorted({r.path[0] for r in data.residuals}):
         c50, c80 = (
             held_out_coverage(residuals=data.residuals, level=level, k=data.shrinkage_k, family=family)
             for level in COVERAGE_LEVELS
         )
-        rows.append((family, c50, c80))
+        own = [r for r in data.residuals if r.path[0] == family]
+        rows.append((family, c50, c80, coverage(model=everything, residuals=own, level=0.8)))
     return rows
 
 
 def coverage_markdown(data: ErrorModelData) -> str:
     """The coverage table as Markdown (docs/validate.md, Intervals)."""
     lines = [
-        "| metric family | n | 50 % coverage | 50 % median width | 80 % coverage | 80 % median width |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| metric family | rows | GPUs | 50 % coverage | 50 % median width | 80 % coverage "
+        "| 80 % median width | 80 % in-sample |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for family, c50, c80 in coverage_table(data):
+    for family, c50, c80, own in coverage_table(data):
+        gpus = len({r.gpu for r in data.residuals if r.path[0] == family})
         lines.append(
-            f"| {family} | {c80.n} | {_pct(c50.coverage)} | {_pct(c50.median_width)} "
-            f"| {_pct(c80.coverage)} | {_pct(c80.median_width)} |"
+            f"| {family} | {own.n} | {gpus} | {_pct(c50.coverage)} | {_pct(c50.median_width)} "
+            f"| {_pct(c80.coverage)} | {_pct(c80.median_width)} | {_pct(own.coverage)} |"
         )
     return "\n".join(lines) + "\n"
 
