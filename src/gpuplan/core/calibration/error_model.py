@@ -228,13 +228,22 @@ def coverage(*, model: ErrorModel, residuals: Sequence[Residual], level: float) 
 
 
 def held_out_coverage(
-    *, residuals: Sequence[Residual], level: float, k: float = SHRINKAGE_K, family: str | None = None
+    *,
+    residuals: Sequence[Residual],
+    level: float,
+    k: float = SHRINKAGE_K,
+    family: str | None = None,
+    source: str | None = None,
 ) -> Coverage:
     """Coverage of the ``level`` intervals on each residual, the error model rebuilt without its GPU
-    (leave-one-GPU-out for the error model itself); ``family`` restricts the rows scored (not the
-    rows the model is built from). Residuals are log(measured / predicted), so a row is inside when
-    q_low ≤ log_ratio ≤ q_high."""
-    scored = [r for r in residuals if family is None or r.path[0] == family]
+    (leave-one-GPU-out for the error model itself); ``family`` and ``source`` restrict the rows scored
+    (not the rows the model is built from). Residuals are log(measured / predicted), so a row is
+    inside when q_low ≤ log_ratio ≤ q_high."""
+    scored = [
+        r
+        for r in residuals
+        if (family is None or r.path[0] == family) and (source is None or r.source == source)
+    ]
     inside: list[bool] = []
     widths: list[float] = []
     for gpu in sorted({r.gpu for r in scored}):

@@ -234,18 +234,27 @@ def dump(data: ErrorModelData) -> str:
 COVERAGE_LEVELS = (0.5, 0.8)
 
 
-def coverage_table(data: ErrorModelData) -> list[tuple[str, Coverage, Coverage, Coverage]]:
-    """Per metric family: the 50 % and 80 % coverage with the error model rebuilt without the row's
-    GPU, and the 80 % coverage in-sample (the model built from every residual, these included)."""
+CoverageRow = tuple[str, Coverage, Coverage, Coverage]
+
+
+def coverage_table(data: ErrorModelData) -> list[CoverageRow]:
+    """Per metric family (and per source file of a family with several): the 50 % and 80 % coverage
+    with the error model rebuilt without the row's GPU, and the 80 % coverage in-sample (the model
+    built from every residual, these included)."""
     everything = data.model()
-    rows: list[tuple[str, Coverage, Coverage, Coverage]] = []
+    rows: list[CoverageRow] = []
     for family in sorted({r.path[0] for r in data.residuals}):
-        c50, c80 = (
-            held_out_coverage(residuals=data.residuals, level=level, k=data.shrinkage_k, family=family)
-            for level in COVERAGE_LEVELS
-        )
-        own = [r for r in data.residuals if r.path[0] == family]
-        rows.append((family, c50, c80, coverage(model=everything, residuals=own, level=0.8)))
+        sources = sorted({r.source for r in data.residuals if r.path[0] == family})
+        for source in [None, *sources] if len(sources) > 1 else [None]:
+            c50, c80 = (
+                held_out_coverage(
+                    residuals=data.residuals, level=level, k=data.shrinkage_k, family=family, source=source
+                )
+                for level in COVERAGE_LEVELS
+            )
+            own = [r for r in data.residuals if r.path[0] == family and source in (None, r.source)]
+            label = family if source is None else f"{family}: {source}"
+            rows.append((label, c50, c80, coverage(model=everything, residuals=own, level=0.8)))
     return rows
 
 
@@ -256,10 +265,11 @@ def coverage_markdown(data: ErrorModelData) -> str:
         "| 80 % median width | 80 % in-sample |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for family, c50, c80, own in coverage_table(data):
-        gpus = len({r.gpu for r in data.residuals if r.path[0] == family})
+    for label, c50, c80, own in coverage_table(data):
+        family, _, source = label.partition(": ")
+        gpus = len({r.gpu for r in data.residuals if r.path[0] == family and source in ("", r.source)})
         lines.append(
-            f"| {family} | {own.n} | {gpus} | {_pct(c50.coverage)} | {_pct(c50.median_width)} "
+            f"| {label} | {own.n} | {gpus} | {_pct(c50.coverage)} | {_pct(c50.median_width)} "
             f"| {_pct(c80.coverage)} | {_pct(c80.median_width)} | {_pct(own.coverage)} |"
         )
     return "\n".join(lines) + "\n"
