@@ -44,6 +44,25 @@ MAX_LEVEL = 0.99
 SEPARATOR = "/"
 
 
+FITTED = "gpu calibrated"
+PRIOR = "gpu priors only"
+NOT_FITTED = "no fitted factors"
+"""Memory: no factor of the memory model is fitted on measurements, so the GPU's evidence level does
+not apply."""
+ENGINE_KNOWN = "engine known"
+ENGINE_UNKNOWN = "engine not known"
+
+
+def group_path(
+    *, family: str, regime: str, gpu_fitted: bool | None, engine_known: bool, metric: str
+) -> tuple[str, ...]:
+    """A prediction's group path, broadest first: metric family, load regime, evidence for the GPU
+    (``gpu_fitted`` True: its family's factors were fitted on measurements; False: priors only; None:
+    nothing fitted prices it), whether the engine is known, the metric."""
+    evidence = NOT_FITTED if gpu_fitted is None else FITTED if gpu_fitted else PRIOR
+    return (family, regime, evidence, ENGINE_KNOWN if engine_known else ENGINE_UNKNOWN, metric)
+
+
 class Residual(FrozenModel):
     """One held-out residual: where it belongs and log(measured / predicted)."""
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from gpuplan.adapters.catalog.loader import Catalog
-from gpuplan.core.calibration.error_model import ErrorModel, interval
+from gpuplan.core.calibration.error_model import ErrorModel, group_path, interval
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import GpuplanError
@@ -36,13 +36,6 @@ INFERENCE_MEMORY_METRICS = frozenset({"kv_cache_blocks"})
 """memory.csv metrics of ``method`` inference rows that are serving memory (vLLM's KV blocks)."""
 NO_INTERVAL_METRICS = frozenset({"fits"})
 """A yes/no has no ratio to bound."""
-FITTED = "gpu calibrated"
-PRIOR = "gpu priors only"
-NOT_FITTED = "no fitted factors"
-"""Memory rows: the memory model has no factors fitted on measurements, so the GPU's evidence level
-does not apply."""
-ENGINE_KNOWN = "engine known"
-ENGINE_UNKNOWN = "engine not known"
 
 
 def metric_family(case: Case) -> str | None:
@@ -62,19 +55,21 @@ def metric_family(case: Case) -> str | None:
     return prefix if prefix in LATENCY_FAMILIES else None
 
 
-def engine_level(case: Case) -> str:
-    """Whether the row names an engine (or training framework) rather than ``other`` or nothing."""
-    framework = case.get("framework")
-    return ENGINE_KNOWN if framework and framework != "other" else ENGINE_UNKNOWN
-
-
 def row_path(case: Case, result: RowResult, *, gpu_fitted: bool | None) -> tuple[str, ...] | None:
-    """The row's group path; ``gpu_fitted`` None for rows priced without fitted factors (memory)."""
+    """The row's group path (``core/calibration/error_model.py`` ``group_path``): ``gpu_fitted`` None for
+    rows priced without fitted factors (memory); the engine is known when the row names one (or a
+    training framework) other than ``other``."""
     family = metric_family(case)
     if family is None:
         return None
-    evidence = NOT_FITTED if gpu_fitted is None else FITTED if gpu_fitted else PRIOR
-    return (family, result.regime, evidence, engine_level(case), case.metric)
+    framework = case.get("framework")
+    return group_path(
+        family=family,
+        regime=result.regime,
+        gpu_fitted=gpu_fitted,
+        engine_known=bool(framework) and framework != "other",
+        metric=case.metric,
+    )
 
 
 def gpu_family(case: Case, catalog: Catalog) -> str | None:

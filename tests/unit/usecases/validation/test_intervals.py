@@ -6,15 +6,18 @@ import pytest
 from validation_row_factory import llama8b_row
 
 from gpuplan.adapters.catalog.loader import default_catalog
-from gpuplan.core.calibration.error_model import Residual, build_error_model
-from gpuplan.data.bundled_calibration import default_calibration, default_training_calibration
-from gpuplan.usecases.validation.cases import Case
-from gpuplan.usecases.validation.intervals import (
+from gpuplan.core.calibration.error_model import (
     ENGINE_KNOWN,
     ENGINE_UNKNOWN,
     FITTED,
     NOT_FITTED,
     PRIOR,
+    Residual,
+    build_error_model,
+)
+from gpuplan.data.bundled_calibration import default_calibration, default_training_calibration
+from gpuplan.usecases.validation.cases import Case
+from gpuplan.usecases.validation.intervals import (
     IntervalRow,
     bundled_gpu_fitted,
     coverage_stats,
