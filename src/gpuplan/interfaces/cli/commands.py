@@ -360,11 +360,7 @@ def validate(
     chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
     cat = catalog_from(catalog)
     cal = default_calibration()
-    level = (
-        (interval if interval is not None else DEFAULT_INTERVAL)
-        if intervals or interval is not None
-        else None
-    )
+    level = interval if interval is not None else DEFAULT_INTERVAL if intervals else None
     if cross_validate is not None:
         if level is not None:
             raise UserInputError(
