@@ -9,10 +9,22 @@ import typer
 
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.errors import InfeasibleError, UserInputError
+from gpuplan.core.pricing import quote_label
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout
 from gpuplan.core.units import GIB
-from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.interfaces.cli.app import (
+    CatalogOpt,
+    FormatOpt,
+    PriceBasisOpt,
+    ProviderOpt,
+    app,
+    catalog_from,
+    fmt,
+    guarded,
+)
 from gpuplan.interfaces.cli.render import emit_json, lines, table
+from gpuplan.interfaces.cli.views import quote_lines
+from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.train import (
     TrainFitResult,
     TrainPlanRequest,
@@ -51,6 +63,8 @@ def train_plan(
     deadline_hours: Annotated[float | None, typer.Option(help="wall-time limit")] = None,
     objective: Annotated[str, typer.Option(help="time | cost")] = "time",
     catalog: CatalogOpt = None,
+    provider: ProviderOpt = None,
+    price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
 ) -> None:
     """Rank GPU × count × parallel layout for training or fine-tuning a token budget."""
@@ -67,7 +81,9 @@ def train_plan(
         deadline_hours=deadline_hours,
         objective=objective,
     )
-    render_train_plan(plan_training(req, catalog_from(catalog)), out)
+    cat = catalog_from(catalog)
+    basis = price_basis_of(cat, provider=provider, basis=price_basis)
+    render_train_plan(plan_training(req, cat, basis=basis), out)
 
 
 def recommend_training(
@@ -83,8 +99,10 @@ def recommend_training(
     objective: str,
     out: str,
     catalog: CatalogOpt,
+    basis: tuple[str | None, str | None] = (None, None),
 ) -> None:
-    """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked)."""
+    """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked);
+    ``basis`` is (``--provider``, ``--price-basis``)."""
     if not (model and seq_len and tokens):
         raise UserInputError(f"recommend --task {task} needs --model, --seq-len and --tokens")
     req = TrainPlanRequest.model_validate(
@@ -99,7 +117,9 @@ def recommend_training(
             "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
         }
     )
-    render_train_plan(plan_training(req, catalog_from(catalog)), out)
+    cat = catalog_from(catalog)
+    chosen = price_basis_of(cat, provider=basis[0], basis=basis[1])
+    render_train_plan(plan_training(req, cat, basis=chosen), out)
 
 
 def render_train_plan(result: TrainPlanResult, out: str) -> None:
@@ -121,8 +141,9 @@ def _plan_table(result: TrainPlanResult) -> None:
             p.step.step_time_s,
             p.memory_gib_per_gpu,
             p.cost.wall_hours,
-            p.cost.usd_by_price_kind.get("on_demand"),
+            p.cost.usd_by_price_kind.get("on_demand", "no quote"),
             p.cost.energy_kwh,
+            quote_label(p.price_quote) if p.price_quote else "-",
         ]
         for p in result.plans
     ]
@@ -137,8 +158,20 @@ def _plan_table(result: TrainPlanResult) -> None:
         "hours",
         "$ on-demand",
         "kWh",
+        "quote",
     ]
     table(f"{result.model} {result.method}, {result.tokens:.3g} tokens", columns, rows)
+    quoted = quote_lines(
+        result.price_basis, [p.price_quote for p in result.plans], [p.gpu for p in result.plans]
+    )
+    missing = sorted({p.gpu for p in result.plans if p.price_missing})
+    if missing:
+        quoted.append(
+            f"No on-demand quote on this basis for {', '.join(missing)}: add one in a --catalog file "
+            "(prices: [{gpu: ID, kind: on_demand, provider: NAME, usd: N, as_of: YYYY-MM-DD, source_url: URL}]) "
+            "or choose another basis (--provider, --price-basis)."
+        )
+    lines(quoted, title="Quotes")
     if result.rejected:
         lines([f"{name}: {why}" for name, why in result.rejected[:10]], title="rejected")
 

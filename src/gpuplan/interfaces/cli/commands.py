@@ -28,6 +28,8 @@ from gpuplan.interfaces.cli.app import (
     CatalogOpt,
     Format,
     FormatOpt,
+    PriceBasisOpt,
+    ProviderOpt,
     app,
     catalog_from,
     fmt,
@@ -39,6 +41,7 @@ from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
+from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
 from gpuplan.usecases.resolve import scenario_from_mapping
 
@@ -200,30 +203,35 @@ def recommend(
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
+    provider: ProviderOpt = None,
+    price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, and why not the others.
 
     With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
-    if task in ("train", "finetune"):
-        _refuse_flags(
-            (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS), input_tokens=input_tokens,
-            output_tokens=output_tokens, rate=rate, concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-            ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget, scenario=scenario,
-        )  # fmt: skip
-        recommend_training(
-            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
-        )  # fmt: skip
-        return
-    if task != "infer":
-        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
         max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
     )  # fmt: skip
-    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot)
+    basis = (provider, price_basis)
+    if _task(task) != "infer":
+        why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
+        _refuse_flags(why, **flags.serving_only(), scenario=scenario)
+        recommend_training(
+            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
+            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog, basis=basis,
+        )  # fmt: skip
+        return
+    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot, basis)
+
+
+def _task(task: str) -> str:
+    """``--task`` checked: infer, train or finetune."""
+    if task not in ("infer", "train", "finetune"):
+        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
+    return task
 
 
 @dataclass(frozen=True)
@@ -246,6 +254,11 @@ class ServingFlags:
     objective: str
     budget: float | None
 
+    def serving_only(self) -> dict[str, object]:
+        """The flags only a serving request reads (a training request refuses them), in order."""
+        names = ("input_tokens", "output_tokens", "rate", "concurrency", "ttft_ms", "tpot_ms")
+        return {n: getattr(self, n) for n in (*names, "ttft_p99_ms", "tpot_p99_ms", "budget")}
+
     def without_defaults(self) -> dict[str, object]:
         """The flags that have no default (so a value means the user gave it), in order."""
         defaulted = ("max_gpus", "dtypes", "engine", "objective")
@@ -264,14 +277,21 @@ def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags)
 
 
 def _recommend_serving(
-    sc: ScenarioFile, calibration: Path | None, catalog: CatalogOpt, format: str, plot: Path | None
+    sc: ScenarioFile,
+    calibration: Path | None,
+    catalog: CatalogOpt,
+    format: str,
+    plot: Path | None,
+    basis: tuple[str | None, str | None],
 ) -> None:
-    """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked."""
+    """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked.
+    ``basis`` is (``--provider``, ``--price-basis``)."""
     cat = catalog_from(catalog)
+    chosen = price_basis_of(cat, provider=basis[0], basis=basis[1])
     cal = load_calibration(calibration) if calibration else None
     simulated = sc.sla.has_percentiles
     with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
-        rec = recommend_from_scenario(sc, cat, cal, progress=progress)
+        rec = recommend_from_scenario(sc, cat, cal, progress=progress, basis=chosen)
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
