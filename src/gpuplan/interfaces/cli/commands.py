@@ -41,8 +41,7 @@ from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
-from gpuplan.usecases.pricing import price_basis as price_basis_of
-from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
+from gpuplan.usecases.recommend import recommend_from_scenario, scenario_price_basis, throughput_scaling
 from gpuplan.usecases.resolve import scenario_from_mapping
 
 EXAMPLE_SCENARIO = """\
@@ -287,7 +286,7 @@ def _recommend_serving(
     """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked.
     ``basis`` is (``--provider``, ``--price-basis``)."""
     cat = catalog_from(catalog)
-    chosen = price_basis_of(cat, provider=basis[0], basis=basis[1])
+    chosen = scenario_price_basis(sc, cat, provider=basis[0], basis=basis[1])
     cal = load_calibration(calibration) if calibration else None
     simulated = sc.sla.has_percentiles
     with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
