@@ -95,7 +95,7 @@ def test_the_ranking_changes_with_the_basis(invoke: Invoke) -> None:
 def test_a_gpu_without_a_quote_on_the_basis_says_so_and_a_catalog_price_fixes_it(
     invoke: Invoke, tmp_path: Path
 ) -> None:
-    args = (
+    args: tuple[str, ...] = (
         "recommend",
         "--model",
         "meta-llama/Llama-3.1-8B",
@@ -165,7 +165,15 @@ def test_bad_basis_flags_are_one_line_errors(
 
 
 def test_train_plan_prices_on_the_basis_and_by_cost_rejects_the_unquoted(invoke: Invoke) -> None:
-    args = ("train-plan", "--model", "Qwen/Qwen2.5-7B-Instruct", "--method", "lora", "--tokens", "1e8")
+    args: tuple[str, ...] = (
+        "train-plan",
+        "--model",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "--method",
+        "lora",
+        "--tokens",
+        "1e8",
+    )
     args += ("--seq-len", "2048", "--gpus", "H800,H100-SXM", "--max-gpus", "2")
     by_time = _json(invoke, *args)
     assert by_time["price_basis"]["key"] == "market-median"
