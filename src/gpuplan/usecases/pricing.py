@@ -1,5 +1,6 @@
-"""The price basis of one answer, chosen from flags (``--provider``, ``--price-basis``) or a fleet
-file, and the date its quotes are aged against. Shared by recommend, train-plan and fleet."""
+"""The price basis of one answer, chosen from flags (``--provider``, ``--price-basis``), a scenario's
+``prices:`` section or a fleet file, and the date its quotes are aged against. Shared by recommend,
+predict, train-plan and fleet."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 from datetime import date
 
 from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.pricing import PriceBasis, choose_basis
 from gpuplan.data.price_providers import price_providers
@@ -44,3 +46,25 @@ def price_basis(
         provider_flag=provider_flag,
         basis_flag=basis_flag,
     )
+
+
+def scenario_price_basis(
+    sc: ScenarioFile, catalog: Catalog, *, provider: str | None = None, basis: str | None = None
+) -> PriceBasis:
+    """The price basis of a request: ``--provider`` / ``--price-basis``, or the document's
+    ``prices.provider`` / ``prices.basis`` (one place: both is an error), else the market median."""
+    in_doc = sc.prices.provider is not None or sc.prices.basis is not None
+    if in_doc and (provider is not None or basis is not None):
+        flag = "--provider" if provider is not None else "--price-basis"
+        raise UserInputError(
+            f"{flag} and the scenario's prices section both choose the price basis", hint="give one of them"
+        )
+    if in_doc:
+        return price_basis(
+            catalog,
+            provider=sc.prices.provider,
+            basis=sc.prices.basis,
+            provider_flag="prices.provider",
+            basis_flag="prices.basis",
+        )
+    return price_basis(catalog, provider=provider, basis=basis)

@@ -15,7 +15,7 @@ from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.dtypes import get_dtype
-from gpuplan.core.errors import GpuplanError, UserInputError
+from gpuplan.core.errors import GpuplanError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.pricing import PriceBasis
@@ -24,7 +24,7 @@ from gpuplan.core.recommend.request import Recommendation, SearchSpace
 from gpuplan.core.sim.simulator import Progress
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.predict import predict_from_scenario
-from gpuplan.usecases.pricing import price_basis
+from gpuplan.usecases.pricing import scenario_price_basis
 from gpuplan.usecases.resolve import check_generation, offers
 
 SCALING_GPU_COUNTS = (1, 2, 4, 8)
@@ -80,28 +80,6 @@ def recommend_from_scenario(
         progress=progress,
         price_basis=basis,
     )
-
-
-def scenario_price_basis(
-    sc: ScenarioFile, catalog: Catalog, *, provider: str | None = None, basis: str | None = None
-) -> PriceBasis:
-    """The price basis of a request: ``--provider`` / ``--price-basis``, or the document's
-    ``prices.provider`` / ``prices.basis`` (one place: both is an error), else the market median."""
-    in_doc = sc.prices.provider is not None or sc.prices.basis is not None
-    if in_doc and (provider is not None or basis is not None):
-        flag = "--provider" if provider is not None else "--price-basis"
-        raise UserInputError(
-            f"{flag} and the scenario's prices section both choose the price basis", hint="give one of them"
-        )
-    if in_doc:
-        return price_basis(
-            catalog,
-            provider=sc.prices.provider,
-            basis=sc.prices.basis,
-            provider_flag="prices.provider",
-            basis_flag="prices.basis",
-        )
-    return price_basis(catalog, provider=provider, basis=basis)
 
 
 def throughput_scaling(

@@ -41,7 +41,8 @@ from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
-from gpuplan.usecases.recommend import recommend_from_scenario, scenario_price_basis, throughput_scaling
+from gpuplan.usecases.pricing import scenario_price_basis
+from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
 from gpuplan.usecases.resolve import scenario_from_mapping
 
 EXAMPLE_SCENARIO = """\

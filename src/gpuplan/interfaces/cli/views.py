@@ -165,10 +165,11 @@ def predict(r: PredictResult) -> None:
             ("requests/s", p.requests_per_s),
             ("running per replica", p.running_per_replica),
             ("decode bound", p.bound),
-            ("$/hour", r.usd_per_hour),
+            ("$/hour", r.usd_per_hour if r.price_quote else "no quote on the basis"),
             ("$/1M output tokens", r.usd_per_million_output_tokens),
         ],
     )
+    lines(quote_lines(r.price_basis, [r.price_quote], [r.gpu]), title="Quotes")
 
 
 P99_FROM = {"simulator": "sim", "tail model": "model"}
