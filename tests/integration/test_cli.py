@@ -605,22 +605,24 @@ def test_recommend_without_model(user_error: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("flag", "value", "field"),
+    ("flag", "value", "rule"),
     [
-        ("--rate", "-1", "workload.rate_rps"),
-        ("--rate", "inf", "workload.rate_rps"),
-        ("--rate", "nan", "workload.rate_rps"),
-        ("--concurrency", "0", "workload.concurrency"),
-        ("--ttft-ms", "-5", "sla.ttft_ms"),
-        ("--budget", "-1", "prices.max_usd_per_hour"),
-        ("--objective", "fastest", "objective"),
+        ("--rate", "-1", "greater than 0"),
+        ("--rate", "inf", "finite number"),
+        ("--rate", "nan", "finite number"),
+        ("--concurrency", "0", "greater than or equal to 1"),
+        ("--ttft-ms", "-5", "greater than 0"),
+        ("--budget", "-1", "greater than 0"),
+        ("--objective", "fastest", "'cost', 'latency' or 'throughput'"),
     ],
 )
-def test_recommend_bad_flag_values(user_error: Any, flag: str, value: str, field: str) -> None:
+def test_recommend_bad_flag_values_name_the_flag(user_error: Any, flag: str, value: str, rule: str) -> None:
+    """Issue 18: errors named document fields (``workload.rate_rps``) where the user typed ``--rate``."""
     args = [*TINY_8B]
     if flag not in ("--rate", "--concurrency"):
         args += ["--rate", "1"]
-    assert field in user_error(*args, flag, value)
+    line = user_error(*args, flag, value)
+    assert line.startswith(f"error: {flag}: ") and rule in line and "workload." not in line
 
 
 def test_unknown_engine(user_error: Any) -> None:

@@ -26,9 +26,9 @@ total_rate_rps: 12
 gpus: [A10, A100-80GB-SXM]
 classes:
   - {name: chat, model: Qwen/Qwen2.5-7B-Instruct, share: 0.95, input_tokens: 512, output_tokens: 256,
-     sla: {ttft_ms: 1000, tpot_ms: 50}}
+     sla: {ttft_ms: 1000, tpot_ms: 50}, checkpoints: {int4: Qwen/Qwen2.5-7B-Instruct-AWQ}}
   - {name: reports, model: Qwen/Qwen2.5-14B-Instruct, share: 0.05, input_tokens: 4096, output_tokens: 1024,
-     sla: {ttft_ms: 3000, tpot_ms: 50}}
+     sla: {ttft_ms: 3000, tpot_ms: 50}, checkpoints: {int4: Qwen/Qwen2.5-14B-Instruct-AWQ}}
 """
 
 
@@ -67,7 +67,7 @@ def test_fleet_bad_inputs_are_one_line(user_error: Callable[..., str], tmp_path:
     assert "unknown GPU product label 'NVIDIA-Quantum-9000'" in user_error("fleet", bad)
     bad.write_text(SEED + "mig_profiles: [A10/1g.10gb]\n", encoding="utf-8")
     assert "'1g.10gb' is not offered by A10" in user_error("fleet", bad)
-    bad.write_text(SEED.replace("tpot_ms: 50}}\n", "tpot_ms: 1}}\n", 1), encoding="utf-8")
+    bad.write_text(SEED.replace("tpot_ms: 50}", "tpot_ms: 1}", 1), encoding="utf-8")
     line = user_error("fleet", bad, code=2)
     assert "class 'chat'" in line and "TPOT" in line
 
@@ -113,12 +113,26 @@ def test_render_recommend_plan(
     )
     plan = tmp_path / "plan.json"
     plan.write_text(rec.stdout, encoding="utf-8")
-    assert "--max-model-len" in user_error("k8s", "render", plan, "--engine", "tgi")
-    run = invoke("k8s", "render", plan, "--engine", "tgi", "--max-model-len", "768")
+    assert json.loads(rec.stdout)["plans"][0]["weight_dtype"] == "int4"  # A10 at 5 req/s: the int4 plan
+    assert "--checkpoint REPO" in user_error("k8s", "render", plan, "--engine", "tgi")
+    run = invoke("k8s", "render", plan, "--engine", "tgi", "--checkpoint", "Qwen/Qwen2.5-7B-Instruct-AWQ")
     assert run.exit_code == 0, run.stderr
-    kinds = [d["kind"] for d in yaml.safe_load_all(run.stdout)]
-    assert kinds.count("Deployment") == 1 and "PodDisruptionBudget" in kinds
+    docs = list(yaml.safe_load_all(run.stdout))
+    assert [d["kind"] for d in docs].count("Deployment") == 1 and "PodDisruptionBudget" in [
+        d["kind"] for d in docs
+    ]
+    line = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0][
+        "command"
+    ]
+    assert line[line.index("--max-total-tokens") + 1] == "768"  # the plan's 512 + 256 tokens, recorded
+    assert line[line.index("--model-id") + 1] == "Qwen/Qwen2.5-7B-Instruct-AWQ"
     assert "--engine 'ollama' is not one of" in user_error("k8s", "render", plan, "--engine", "ollama")
+    old = json.loads(rec.stdout)
+    del old["workload"]  # a plan written before plans recorded their request
+    plan.write_text(json.dumps(old), encoding="utf-8")
+    assert "--max-model-len" in user_error(
+        "k8s", "render", plan, "--checkpoint", "Qwen/Qwen2.5-7B-Instruct-AWQ"
+    )
 
 
 def test_inventory_against_fake_api(

@@ -69,7 +69,7 @@ GPU_IDS = ["H100-SXM", "A100-80GB-SXM", "L4", "T4", "MI300X"]
 SECTIONS: dict[str, dict[str, Field]] = {
     "hardware": {
         "gpu": (GPU_IDS, ["H100", ""]),
-        "count": ([1, 2, 4, 8, 3], [0, -1, 100_001]),
+        "count": ([1, 2, 4, 8, 3], [0, -1, 200_001]),
         "gpus": ([["H100-SXM"], ["L4", "T4"]], [["H100"], "L4"]),
         "max_gpus": ([1, 8, 64], [0, 5000]),
     },

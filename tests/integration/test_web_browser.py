@@ -269,7 +269,8 @@ def test_training_view_answers_like_the_api(server: str, browser: Any, invoke: I
     cli = invoke("train-plan", "--model", TRAIN_FORM["model"], "--tokens", "1e8", "--seq-len", "-3")
     _fill(browser, {"seq_len": "-3"})
     shown = _wait(browser, "the error next to seq_len", lambda d: d.find_element(By.ID, "err-seq_len").text)
-    assert shown == cli.error_line() == "error: seq_len: Input should be greater than or equal to 1"
+    assert shown == "error: seq_len: Input should be greater than or equal to 1"  # the form's field
+    assert cli.error_line() == "error: --seq-len: Input should be greater than or equal to 1"  # the flag
 
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/api/" not in e["message"]]
     assert not severe, severe

@@ -18,6 +18,7 @@ Each message says what was wrong, the nearest valid choices, and what to run nex
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
@@ -26,6 +27,8 @@ from pydantic import BaseModel, ValidationError
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 
 __all__ = [
+    "DEFAULT_SUGGESTIONS",
+    "FAMILY_SUGGESTIONS",
     "BenchmarkError",
     "DataError",
     "FileFormatError",
@@ -35,6 +38,7 @@ __all__ = [
     "UserInputError",
     "check_whole_number",
     "closest",
+    "family_of",
     "first_problem",
     "shown_int",
     "validate_data",
@@ -103,13 +107,38 @@ class BenchmarkError(GpuplanError):
     exit_code = 4
 
 
-def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
-    """Up to ``n`` valid ids closest to ``name`` (case-insensitive), for "did you mean" messages."""
+DEFAULT_SUGGESTIONS = 3
+"""Ids a "did you mean" lists when ``name`` begins no family."""
+FAMILY_SUGGESTIONS = 6
+"""Most ids of one family a "did you mean" lists (``A100`` has four catalog variants, ``H100`` four)."""
+
+
+def _lookup_key(name: str) -> str:
+    """Case-insensitive, with spaces, ``_`` and ``-`` as one separator."""
+    return re.sub(r"[\s_\-]+", "-", name.strip().lower()).strip("-")
+
+
+def family_of(name: str, choices: Iterable[str]) -> list[str]:
+    """The ids that ``name`` begins (``A100`` -> ``A100-40GB-SXM``, …; ``qwen2.5-7b`` ->
+    ``Qwen/Qwen2.5-7B-Instruct``, the part after the organisation counts too), in ``choices`` order."""
+    key = _lookup_key(name)
+    if not key:
+        return []
+    return [c for c in choices if any(_lookup_key(k).startswith(key) for k in (c, c.rsplit("/", 1)[-1]))]
+
+
+def closest(name: str, choices: Iterable[str], n: int | None = None) -> list[str]:
+    """Valid ids closest to ``name`` for "did you mean" messages: its family first (``family_of``),
+    then by spelling (case-insensitive); ``n`` of them, by default 3 or the whole family up to
+    ``FAMILY_SUGGESTIONS``, whichever is more."""
     pool = list(choices)
+    family = family_of(name, pool)[:FAMILY_SUGGESTIONS]
+    limit = n if n is not None else max(DEFAULT_SUGGESTIONS, len(family))
     lowered = {c.lower(): c for c in pool}
-    hits = difflib.get_close_matches(name.lower(), list(lowered), n=n, cutoff=0.5)
-    contains = [c for c in pool if name.lower() in c.lower() and c.lower() not in hits]
-    return [lowered[h] for h in hits] + contains[: max(0, n - len(hits))]
+    near = difflib.get_close_matches(name.lower(), list(lowered), n=max(limit, 1), cutoff=0.5)
+    contains = [c for c in pool if name.lower() in c.lower()]
+    ranked = dict.fromkeys([*family, *(lowered[h] for h in near), *contains])
+    return list(ranked)[:limit]
 
 
 _SHOWN_DIGITS = 15

@@ -19,10 +19,12 @@ from gpuplan.core.frozen import FiniteModel
 Vendor = Literal["NVIDIA", "AMD", "Intel"]
 Family = Literal["turing", "volta", "ampere", "ada", "hopper", "blackwell", "cdna3", "gaudi"]
 LinkKind = Literal["nvlink", "nvlink-bridge", "xgmi", "pcie", "c2c"]
-MAX_GPU_COUNT = 100_000
+MAX_GPU_COUNT = 200_000
 """Most GPUs one plan, deployment or training job may use: the size of the largest published single
-clusters (xAI Colossus, 100,000 H100s in 2024; Meta's two 24,576-GPU Llama 3 clusters). Scenario
-documents, flags and web bodies are bounded by it, so a count is a one-line error, not hours of work."""
+cluster, xAI Colossus in Memphis (100,000 H100s at its start in July 2024, 200,000 H100/H200 by 2025:
+https://www.teslarati.com/xai-supercomputer-memphis-upgraded-1-million-gpus/; Meta's Llama 3 clusters
+are 24,576). Scenario documents, flags and web bodies are bounded by it, so a count is a one-line
+error, not hours of work (``train-plan --max-gpus 100000`` for a 70B model: 3.9 s)."""
 MAX_PARALLEL_DEGREE = 1_024
 """Most ranks of one TP, PP or EP group (the bound layouts always had): 14x the largest NVLink
 domain sold, GB200 NVL72's 72 GPUs (the catalog's largest is 8); published layouts stay far below."""
@@ -42,6 +44,12 @@ class DenseTflops(FiniteModel):
     fp4: float | None = Field(default=None, gt=0)
 
 
+SERVER_GPUS = 8
+"""GPUs in one server unless the catalog says fewer (HGX/DGX and 8-slot PCIe servers such as AWS
+g6e.48xlarge): TP may span a server's GPUs even where the scale-up domain is smaller (PCIe boards,
+NVLink pairs)."""
+
+
 class Interconnect(FiniteModel):
     """GPU-to-GPU and host links. Bandwidths are bidirectional per GPU, bytes/s (NVIDIA's convention)."""
 
@@ -50,6 +58,14 @@ class Interconnect(FiniteModel):
     scale_up_domain_gpus: int = Field(ge=1, description="GPUs that share the scale-up fabric (8 for HGX)")
     pcie_gen: int | None = Field(default=None, ge=3, le=6)
     pcie_bytes_per_s: float | None = Field(default=None, gt=0, description="bidirectional x16")
+    server_gpus: int | None = Field(
+        default=None, ge=1, description="GPUs in one server when fewer than 8 (a superchip node: 1)"
+    )
+
+    @property
+    def node_gpus(self) -> int:
+        """GPUs one server holds: ``server_gpus``, else the scale-up domain or ``SERVER_GPUS``, the larger."""
+        return self.server_gpus or max(self.scale_up_domain_gpus, SERVER_GPUS)
 
 
 class MigProfile(FiniteModel):

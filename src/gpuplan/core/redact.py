@@ -3,11 +3,13 @@
 :func:`redact` rewrites every URL found in a text (a bare URL, or an error message quoting one):
 ``scheme://user:password@host`` becomes ``scheme://user:***@host`` and the value of a secret-named
 query parameter (``?api_key=…``, ``token``, ``password``, … :data:`SECRET_QUERY_NAMES`) becomes ``***``.
-A user name alone (``postgresql://user@host/db``) is not a secret and is kept. The password ends at the
-URL's last ``@``, so one holding an unencoded ``@``, ``/`` or ``?`` (SQLAlchemy accepts them) is still
-hidden whole; the price is that an ``@`` later in a URL with a port (``http://h:80/a@b``) hides its
-host and port too: more is hidden, never less. :func:`redact_json` applies it to every string of a
-JSON document (a stored run config).
+A user name alone (``postgresql://user@host/db``) is not a secret and is kept. In an ``http``/``https``/
+``ws``/``wss`` URL (an endpoint) the credentials are RFC 3986's: they end at the last ``@`` before the
+first ``/``, ``?`` or ``#`` (what ``urllib.parse.urlsplit`` and the load client read), so an ``@`` in a
+path (``http://h:80/v1/a@b``) is left alone and the URL stays usable (``--resume`` reads it back). In any
+other scheme (a store URL) the password ends at the URL's last ``@``, so one holding an unencoded ``@``,
+``/`` or ``?`` is still hidden whole: there more is hidden, never less. :func:`redact_json` applies it
+to every string of a JSON document (a stored run config).
 """
 
 from __future__ import annotations
@@ -49,9 +51,22 @@ def _masked_query(query: str) -> str:
     return _QUERY_PARAM.sub(one, query)
 
 
+ENDPOINT_SCHEMES = frozenset({"http://", "https://", "ws://", "wss://"})
+"""Schemes whose authority ends at the first ``/``, ``?`` or ``#`` (RFC 3986 section 3.2)."""
+_AUTHORITY_END = re.compile(r"[/?#]")
+
+
+def _credentials_end(scheme: str, rest: str) -> int:
+    """Index of the ``@`` that ends the credentials in ``rest`` (after the scheme), -1 when none."""
+    if scheme.lower() in ENDPOINT_SCHEMES:
+        end = _AUTHORITY_END.search(rest)
+        return rest.rfind("@", 0, end.start() if end else len(rest))
+    return rest.rfind("@")
+
+
 def _masked_url(m: re.Match[str]) -> str:
     rest = m["rest"]
-    at = rest.rfind("@")
+    at = _credentials_end(m["scheme"], rest)
     colon = rest.find(":", 0, max(at, 0))
     if at >= 0 and colon >= 0 and not any(c in rest[:colon] for c in "/?#"):
         rest = f"{rest[:colon]}:{MASK}{rest[at:]}"

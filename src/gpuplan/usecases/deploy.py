@@ -67,12 +67,31 @@ def _from_recommendation(
 ) -> list[PoolDeployment]:
     if not rec.plans:
         raise UserInputError("the recommendation has no plan to render")
-    if max_model_len is None:
+    recorded = rec.workload.input_tokens + rec.workload.output_tokens if rec.workload else None
+    context = max_model_len or recorded
+    if context is None:
         raise UserInputError(
-            "a recommend plan does not record the request length",
-            hint="pass --max-model-len (input + output tokens)",
+            "this recommend plan does not record its request length (written before it did)",
+            hint="pass --max-model-len (input + output tokens), or re-run recommend --format json",
         )
-    return [from_plan(rec.plans[0], rec.model, catalog, max_model_len=max_model_len, name=_slug(rec.model))]
+    return [from_plan(rec.plans[0], rec.model, catalog, max_model_len=context, name=_slug(rec.model))]
+
+
+def with_checkpoint(pools: list[PoolDeployment], checkpoint: str | None) -> list[PoolDeployment]:
+    """``pools`` loading ``checkpoint`` (``--checkpoint``) instead of their model's own weights."""
+    if checkpoint is None:
+        return pools
+    if not checkpoint.strip():
+        raise UserInputError(
+            "--checkpoint is empty", hint="name a repo id or a path, e.g. --checkpoint org/model-AWQ"
+        )
+    models = sorted({p.model for p in pools})
+    if len(models) > 1:
+        raise UserInputError(
+            f"--checkpoint names one model's weights but the plan deploys {len(models)}: {', '.join(models)}",
+            hint="render one model's pools at a time",
+        )
+    return [p.model_copy(update={"checkpoint": checkpoint.strip()}) for p in pools]
 
 
 def render_files(

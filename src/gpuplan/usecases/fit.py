@@ -9,21 +9,32 @@ from __future__ import annotations
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
+from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.errors import UserInputError, check_whole_number
 from gpuplan.core.frozen import FrozenModel
-from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
+from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE, GpuSpec
 from gpuplan.core.model.spec import MAX_POSITIONS, ModelSpec
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.core.perf.memory import InferenceMemory, inference_memory
 
+GROWN_GPU_COUNTS = (2, 4, 8, 16, 32, 64)
+"""GPU counts per replica tried for a deployment that does not fit (TP inside a server, then PP)."""
+SMALLER_WEIGHT_DTYPES = ("fp8", "int8", "int4")
+"""Weight formats tried, smallest last, when the deployment does not fit at its own."""
+CONTEXT_STEP_TOKENS = 1024
+"""A suggested ``--context`` is rounded down to a multiple of this."""
+
 
 class FitResult(FrozenModel):
-    """``gpuplan fit``: the memory breakdown on one GPU of the replica, and what it holds."""
+    """``gpuplan fit``: the memory breakdown on one GPU of the replica, and what it holds; when it
+    does not fit, ``nearest``: the flags of the nearest deployments that do (more GPUs, smaller
+    weights, a shorter context)."""
 
     model: str
     gpu: str
     layout: Layout
     memory: InferenceMemory
+    nearest: tuple[str, ...] = ()
 
 
 def fit(
@@ -66,7 +77,53 @@ def fit(
     )
     check_layout(model, gpu, layout)
     mem = inference_memory(model, gpu, layout, max_model_len=context_tokens)
-    return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem)
+    nearest = () if mem.fits else nearest_fits(model, gpu, layout, mem)
+    return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem, nearest=nearest)
+
+
+def nearest_fits(model: ModelSpec, gpu: GpuSpec, layout: Layout, mem: InferenceMemory) -> tuple[str, ...]:
+    """The flags of the nearest deployments that fit, at the same context: the fewest GPUs per replica,
+    the largest smaller weight format, and the longest context that does (each only when one does)."""
+    hints = [_more_gpus(model, gpu, layout, mem.max_model_len), _smaller_weights(model, gpu, layout, mem)]
+    tokens = _context_that_fits(mem)
+    hints.append(f"--context {tokens}" if tokens else None)
+    return tuple(h for h in hints if h)
+
+
+def _fits(model: ModelSpec, gpu: GpuSpec, layout: Layout, context_tokens: int) -> bool:
+    try:
+        check_layout(model, gpu, layout)
+    except UserInputError:
+        return False
+    return inference_memory(model, gpu, layout, max_model_len=context_tokens).fits
+
+
+def _more_gpus(model: ModelSpec, gpu: GpuSpec, layout: Layout, context_tokens: int) -> str | None:
+    for count in (n for n in GROWN_GPU_COUNTS if n > layout.gpus_per_replica):
+        tp = min(count, gpu.interconnect.node_gpus)
+        grown = layout.model_copy(update={"tp": tp, "pp": count // tp, "replicas": 1})
+        if _fits(model, gpu, grown, context_tokens):
+            return f"--count {count} --tp {tp}" + (f" --pp {count // tp}" if count > tp else "")
+    return None
+
+
+def _smaller_weights(model: ModelSpec, gpu: GpuSpec, layout: Layout, mem: InferenceMemory) -> str | None:
+    for name in SMALLER_WEIGHT_DTYPES:
+        dtype = get_dtype(name)
+        if dtype.bytes_per_element >= layout.weight_dtype.bytes_per_element:
+            continue
+        smaller = layout.model_copy(update={"weight_dtype": dtype})
+        if _fits(model, gpu, smaller, mem.max_model_len):
+            return f"--dtype {name}"
+    return None
+
+
+def _context_that_fits(mem: InferenceMemory) -> int | None:
+    """The longest context one request's KV fits in when the weights do, rounded down; None if none."""
+    if mem.kv_pool_bytes <= 0 or mem.kv_bytes_per_token <= 0:
+        return None
+    tokens = int(mem.kv_pool_bytes / mem.kv_bytes_per_token) // CONTEXT_STEP_TOKENS * CONTEXT_STEP_TOKENS
+    return tokens if 0 < tokens < mem.max_model_len else None
 
 
 def fit_from_scenario(sc: ScenarioFile, catalog: Catalog) -> FitResult:

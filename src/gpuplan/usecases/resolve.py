@@ -7,7 +7,7 @@ Used by :mod:`gpuplan.usecases.recommend`, :mod:`gpuplan.usecases.predict`,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -105,13 +105,14 @@ def deployment_gpu(sc: DeploymentDocument, catalog: Catalog) -> GpuSpec:
     return catalog.get_gpu(sc.hardware.gpu)
 
 
-def scenario_from_mapping(doc: dict[str, Any]) -> ScenarioFile:
-    """A scenario built from CLI flags or an API body; None values mean 'not given'."""
+def scenario_from_mapping(doc: dict[str, Any], *, names: Mapping[str, str] | None = None) -> ScenarioFile:
+    """A scenario built from CLI flags or an API body; None values mean 'not given'. ``names``: the
+    flag a field came from, which its error names (``describe_validation_error``)."""
     cleaned = _drop_none(doc)
     try:
         return ScenarioFile.model_validate(cleaned)
     except ValidationError as exc:
-        raise UserInputError(describe_validation_error(exc)) from None
+        raise UserInputError(describe_validation_error(exc, names=names)) from None
 
 
 def _drop_none(value: Any) -> Any:

@@ -13,12 +13,14 @@ from pydantic import Field
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model, model_for_seq_len
+from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import InfeasibleError, UserInputError, check_whole_number
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import MAX_GPU_COUNT
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import usable_memory_bytes
 from gpuplan.core.pricing import PriceBasis, PriceQuote, missing_quote
+from gpuplan.core.training.flops import MFU_CONVENTION
 from gpuplan.core.training.memory import TrainingMemory, training_memory
 from gpuplan.core.training.plan import TrainingCost, training_cost
 from gpuplan.core.training.search import search_layouts
@@ -39,6 +41,14 @@ from gpuplan.core.units import GIB
 from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.pricing import price_basis
 
+MIN_INTER_NODE_GBPS = 1.0
+"""Slowest scale-out link accepted: 1 Gb/s Ethernet."""
+MAX_INTER_NODE_GBPS = 1600.0
+"""Twice the fastest per-GPU NIC shipping, ConnectX-8 at 800 Gb/s
+(https://docs.nvidia.com/networking/display/connectx8supernic/introduction)."""
+BITS_PER_BYTE = 8
+GBPS_TO_BYTES_PER_S = 1e9 / BITS_PER_BYTE
+"""Decimal gigabits per second to bytes per second."""
 PLAN_LIMIT = 10
 """Plans shown by train-plan (ranked)."""
 PRICE_KINDS = ("on_demand", "spot", "reserved_1y")
@@ -61,6 +71,12 @@ class TrainPlanRequest(FrozenModel):
     max_gpus: int = Field(default=64, ge=1, le=MAX_GPU_COUNT)
     deadline_hours: float | None = Field(default=None, gt=0)
     objective: str = Field(default="time", pattern="^(time|cost)$")
+    inter_node_gbps: float | None = Field(
+        default=None,
+        ge=MIN_INTER_NODE_GBPS,
+        le=MAX_INTER_NODE_GBPS,
+        description="scale-out bandwidth per GPU, Gb/s one direction (None: the calibration's, 400 Gb/s NDR)",
+    )
 
 
 class TrainPlan(FrozenModel):
@@ -81,10 +97,22 @@ class TrainPlan(FrozenModel):
     )
 
 
+class TrainingFactors(FrozenModel):
+    """Where a plan's training factors came from, and what a profile changed."""
+
+    source: str = Field(description="the fit's data and date (bundled: training.csv grades A+B)")
+    mfu_changed: dict[str, float] = Field(description="family:dtype MFU factors that differ from the bundled")
+    mfu_bundled: dict[str, float] = Field(description="the bundled value of each changed factor")
+    inter_node_gbps: float = Field(description="scale-out bandwidth per GPU used, Gb/s one direction")
+    notes: list[str]
+
+
 class TrainPlanResult(FrozenModel):
     model: str
     method: str
     tokens: float
+    mfu_convention: str = MFU_CONVENTION
+    factors: TrainingFactors
     price_basis: PriceBasis | None = None
     plans: list[TrainPlan]
     rejected: list[tuple[str, str]]
@@ -159,6 +187,49 @@ def training_job(req: TrainPlanRequest, model: ModelSpec) -> TrainingJob:
     return job
 
 
+def check_inter_node_gbps(gbps: float | None) -> float | None:
+    """``--inter-node-gbps`` as given, or UserInputError naming the flag and its range."""
+    if gbps is not None and not (math.isfinite(gbps) and MIN_INTER_NODE_GBPS <= gbps <= MAX_INTER_NODE_GBPS):
+        raise UserInputError(
+            f"--inter-node-gbps must be between {MIN_INTER_NODE_GBPS:g} and {MAX_INTER_NODE_GBPS:g} "
+            f"(Gb/s per GPU, one direction), got {gbps}",
+            hint="e.g. --inter-node-gbps 400 for one NDR InfiniBand NIC per GPU, 100 for 100 GbE",
+        )
+    return gbps
+
+
+def planning_calibration(req: TrainPlanRequest, cal: TrainingCalibration | None) -> TrainingCalibration:
+    """The training factors a plan uses: ``cal`` (a profile) or the bundled ones, with the request's
+    inter-node bandwidth laid over the calibration's."""
+    base = cal or default_training_calibration()
+    if req.inter_node_gbps is None:
+        return base
+    return base.model_copy(update={"ib_bytes_per_s_per_gpu": req.inter_node_gbps * GBPS_TO_BYTES_PER_S})
+
+
+def training_factors(cal: TrainingCalibration, catalog: Catalog) -> TrainingFactors:
+    """What ``cal`` changes against the bundled factors, in words a plan can print."""
+    bundled = default_training_calibration()
+    changed = {k: v for k, v in sorted(cal.mfu.items()) if bundled.mfu.get(k) != v}
+    before = {k: bundled.factor("mfu", k) if ":" in k else bundled.mfu["default"] for k in changed}
+    source = f"{cal.provenance.data} ({cal.provenance.fitted_on})"
+    notes = [f"training factors: fitted on {source}"]
+    for key, value in changed.items():
+        family = key.split(":", 1)[0]
+        sharing = sorted(g for g in catalog.gpu_ids() if catalog.get_gpu(g).family == family)
+        notes.append(
+            f"mfu {key} = {value:.3f} (bundled {before[key]:.3f}): a factor per GPU family, so it applies to "
+            f"every {family} GPU ({', '.join(sharing) or 'none in the catalog'}), measured or not"
+        )
+    gbps = cal.ib_bytes_per_s_per_gpu / GBPS_TO_BYTES_PER_S
+    bundled_gbps = bundled.ib_bytes_per_s_per_gpu / GBPS_TO_BYTES_PER_S
+    if gbps != bundled_gbps:
+        notes.append(f"inter-node bandwidth {gbps:g} Gb/s per GPU (bundled {bundled_gbps:g})")
+    return TrainingFactors(
+        source=source, mfu_changed=changed, mfu_bundled=before, inter_node_gbps=gbps, notes=notes
+    )
+
+
 def _plan(
     req: TrainPlanRequest,
     catalog: Catalog,
@@ -166,10 +237,11 @@ def _plan(
     count: int,
     model: ModelSpec,
     job: TrainingJob,
+    cal: TrainingCalibration,
     basis: PriceBasis,
 ) -> tuple[TrainPlan | None, str]:
     gpu = catalog.get_gpu(gpu_id)
-    found = search_layouts(model, gpu, job, count, default_training_calibration())
+    found = search_layouts(model, gpu, job, count, cal)
     if not found.candidates:
         reason = found.rejected[-1][1] if found.rejected else "no layout"
         return None, f"nothing fits: {reason}"
@@ -205,13 +277,20 @@ def _cost_key(plan: TrainPlan) -> float:
 
 
 def plan_training(
-    req: TrainPlanRequest, catalog: Catalog, *, basis: PriceBasis | None = None
+    req: TrainPlanRequest,
+    catalog: Catalog,
+    cal: TrainingCalibration | None = None,
+    *,
+    basis: PriceBasis | None = None,
 ) -> TrainPlanResult:
-    """Rank GPU × count × layout plans for a training job; InfeasibleError when none fits. Every GPU is
-    priced on ``basis`` (default: the market median); by cost, a GPU it does not quote is rejected."""
+    """Rank GPU × count × layout plans for a training job; InfeasibleError when none fits. ``cal``: the
+    training factors (a ``--calibration`` profile, loaded once by the caller); None: the bundled ones.
+    Every GPU is priced on ``basis`` (default: the market median); by cost, a GPU it does not quote is
+    rejected."""
     basis = basis or price_basis(catalog)
     model = model_for_seq_len(get_model(req.model), req.seq_len)
     job = training_job(req, model)
+    factors = planning_calibration(req, cal)
     gpu_ids = list(req.gpus) or catalog.gpu_ids()
     plans: list[TrainPlan] = []
     rejected: list[tuple[str, str]] = []
@@ -223,7 +302,7 @@ def plan_training(
         for count in _counts(req.max_gpus):
             if job.global_batch % count and count > 1:
                 continue
-            plan, why = _plan(req, catalog, gpu_id, count, model, job, basis)
+            plan, why = _plan(req, catalog, gpu_id, count, model, job, factors, basis)
             if plan is not None:
                 plans.append(plan)
             else:
@@ -237,6 +316,7 @@ def plan_training(
         model=model.id,
         method=job.method,
         tokens=req.tokens,
+        factors=training_factors(factors, catalog),
         price_basis=basis,
         plans=plans[:PLAN_LIMIT],
         rejected=rejected,
@@ -272,6 +352,7 @@ def train_memory_bars(result: TrainPlanResult, catalog: Catalog, *, limit: int) 
 class TrainFitResult(FrozenModel):
     model: str
     gpu: str
+    mfu_convention: str = MFU_CONVENTION
     layout: str
     memory: TrainingMemory
     usable_gib: float
@@ -280,16 +361,21 @@ class TrainFitResult(FrozenModel):
 
 
 def fit_training(
-    model_id: str, gpu_id: str, job: TrainingJob, layout: TrainingLayout, catalog: Catalog
+    model_id: str,
+    gpu_id: str,
+    job: TrainingJob,
+    layout: TrainingLayout,
+    catalog: Catalog,
+    cal: TrainingCalibration | None = None,
 ) -> TrainFitResult:
-    """Memory breakdown (and step time when it fits) of one training layout."""
+    """Memory breakdown (and step time when it fits) of one training layout (``cal`` None: bundled)."""
     model = model_for_seq_len(get_model(model_id), job.seq_len)
     gpu = catalog.get_gpu(gpu_id)
     check_layout(model, job, layout)
     memory = training_memory(model, job, layout, micro_batches=micro_batches_per_step(job, layout))
     usable = usable_memory_bytes(gpu)
     fits = memory.total_bytes <= usable
-    step = predict_step(model, gpu, job, layout, default_training_calibration()) if fits else None
+    step = predict_step(model, gpu, job, layout, cal or default_training_calibration()) if fits else None
     return TrainFitResult(
         model=model.id,
         gpu=gpu.id,

@@ -35,6 +35,17 @@ def test_closest_finds_every_variant_of_a_prefix() -> None:
     assert set(closest("H100", IDS)) == {"H100-SXM", "H100-PCIe", "H100-NVL"}
 
 
+def test_a_short_name_suggests_its_whole_family_first() -> None:
+    """Issue 18: ``--gpu A100`` suggested "A10, A10G, H800", ``--gpu H100`` H800 first, and
+    ``--model qwen2.5-7b`` missed Qwen2.5-7B-Instruct: the ids a name begins come first."""
+    gpus = ["T4", "A100-40GB-PCIe", "A100-40GB-SXM", "A10", "A10G", "A100-80GB-SXM", "A100-80GB-PCIe", "H800"]
+    assert closest("A100", gpus) == ["A100-40GB-PCIe", "A100-40GB-SXM", "A100-80GB-SXM", "A100-80GB-PCIe"]
+    assert closest("h100", ["H800", *IDS])[:3] == ["H100-SXM", "H100-PCIe", "H100-NVL"]
+    models = ["Qwen/Qwen2.5-3B", "Qwen/Qwen2-7B", "Qwen/Qwen2.5-7B-Instruct"]
+    assert closest("qwen2.5-7b", models)[0] == "Qwen/Qwen2.5-7B-Instruct"
+    assert closest("qwen2.5_7B", models)[0] == "Qwen/Qwen2.5-7B-Instruct"  # separators and case alike
+
+
 def test_closest_falls_back_to_substring() -> None:
     # difflib ratio of "80gb" vs "a100-80gb-sxm" is 2*4/(4+13) = 0.47 < 0.5 cutoff, so only the
     # substring rule can find it.

@@ -18,7 +18,8 @@ from gpuplan.core.redact import MASK, redact, redact_json
         ("http://h/v1?api_key=abc&max_tokens=5&Token=x", "http://h/v1?api_key=***&max_tokens=5&Token=***"),
         ("store 'mysql://root:hunter2@h/db': refused", "store 'mysql://root:***@h/db': refused"),
         ("x http://a:b@c and https://d:e@f end", "x http://a:***@c and https://d:***@f end"),
-        ("http://h:80/a@b", "http://h:***@b"),  # ambiguous: more is hidden, never less
+        ("http://u:p@ss@h:80/v1", "http://u:***@h:80/v1"),  # urlsplit's userinfo: up to the authority's last @
+        ("mysql://h:80/a@b", "mysql://h:***@b"),  # a store URL, ambiguous: more is hidden, never less
     ],
 )  # fmt: skip
 def test_secrets_are_masked(text: str, shown: str) -> None:
@@ -35,6 +36,8 @@ def test_secrets_are_masked(text: str, shown: str) -> None:
         "sqlite:///results.sqlite",
         "no url: user:pw@host",
         "http://h/v1?key=",
+        "http://h:80/v1/a@b",  # an @ in an endpoint's path is not a credential: the URL stays usable
+        "https://h/x?q=a:b@c",
     ],
 )
 def test_text_without_a_secret_is_unchanged(text: str) -> None:
@@ -57,3 +60,13 @@ def test_redact_json_masks_every_string_and_keeps_the_rest() -> None:
         f"http://a:{MASK}@c": "key",
     }
     assert doc["url"] == "http://u:pw@h:1"  # a copy: the input is not changed
+
+
+@pytest.mark.parametrize("url", ["http://u:p@ss@h:80/v1/a@b?x=1", "https://k:v@h#f@g", "http://h:80/a:b@c"])
+def test_an_endpoint_keeps_the_host_urlsplit_reads(url: str) -> None:
+    """What the load client connects to (``urlsplit``'s host and port) survives masking."""
+    from urllib.parse import urlsplit
+
+    before, after = urlsplit(url), urlsplit(redact(url))
+    assert (after.hostname, after.port, after.path) == (before.hostname, before.port, before.path)
+    assert before.password is None or before.password not in redact(url).split("@")[0]

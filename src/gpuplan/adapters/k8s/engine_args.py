@@ -35,12 +35,22 @@ HEALTH_PATH: dict[Engine, str] = {"vllm": "/health", "sglang": "/health", "tgi":
 DEFAULT_MEMORY_FRACTION: dict[Engine, float] = {"vllm": 0.9, "sglang": 0.88, "tgi": 0.9}
 """Engine defaults of gpu_memory_utilization / mem_fraction_static / cuda_memory_fraction (docs/model.md)."""
 QUANTIZATION: dict[Engine, dict[str, str | None]] = {
-    "vllm": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": "awq", "int8": None},
-    "sglang": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": "awq", "int8": None},
-    "tgi": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": "awq", "int8": "eetq"},
+    "vllm": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": None, "int8": None},
+    "sglang": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": None, "int8": None},
+    "tgi": {"bf16": None, "fp16": None, "fp8": "fp8", "int4": None, "int8": "eetq"},
 }
-"""Weight dtype -> quantisation flag value; None: not passed (16-bit, or the checkpoint's own
-quantisation config decides, e.g. W8A8 compressed-tensors). int4 assumes an AWQ checkpoint."""
+"""Weight dtype -> quantisation flag value; None: not passed (16-bit, or a pre-quantised checkpoint
+whose own ``quantization_config`` decides: AWQ/GPTQ int4, W8A8 int8). fp8 is quantised at start-up
+from the 16-bit checkpoint (vLLM and SGLang dynamic FP8, TGI ``--quantize fp8``), and TGI's int8 too
+(EETQ, ``--quantize eetq``)."""
+PRE_QUANTIZED_DTYPES: dict[Engine, frozenset[str]] = {
+    "vllm": frozenset({"int4", "int8"}),
+    "sglang": frozenset({"int4", "int8"}),
+    "tgi": frozenset({"int4"}),
+}
+"""Weight formats the engine does not make from a 16-bit checkpoint at start-up: they need
+``--checkpoint`` (vLLM refuses ``--quantization awq`` on a checkpoint without an AWQ
+``quantization_config``)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,14 @@ class EngineArgs:
     layout: Layout
     max_model_len: int
     max_num_seqs: int
+    checkpoint: str | None = None
+    """The weights to load when they are not ``model``'s own (a pre-quantised repo); ``model`` is
+    then the name clients ask for (``--served-model-name``)."""
+
+    @property
+    def weights(self) -> str:
+        """The repo or path the engine loads."""
+        return self.checkpoint or self.model
 
 
 @dataclass(frozen=True)
@@ -107,6 +125,13 @@ def _memory_fraction(engine: Engine, a: EngineArgs) -> str:
 
 def command(engine: Engine, a: EngineArgs) -> list[str]:
     """The container command line (entrypoint included) for one replica."""
+    dtype = a.layout.weight_dtype.name
+    if dtype in PRE_QUANTIZED_DTYPES[engine] and a.checkpoint is None:
+        raise UserInputError(
+            f"{dtype} weights of {a.model} need a pre-quantised checkpoint: {engine} cannot make them "
+            f"from {a.model} at start-up",
+            hint=f"pass --checkpoint REPO (an AWQ/GPTQ {dtype} repo of {a.model}), or plan with --dtypes bf16,fp8",
+        )
     return _tgi(a) if engine == "tgi" else _vllm_or_sglang(engine, a)
 
 
@@ -114,7 +139,7 @@ def _vllm_or_sglang(engine: Engine, a: EngineArgs) -> list[str]:
     flags, layout = _SHARED_FLAGS[engine], a.layout
     args = [
         *flags.launcher,
-        a.model,
+        a.weights,
         "--host",
         "0.0.0.0",
         "--port",
@@ -134,6 +159,8 @@ def _vllm_or_sglang(engine: Engine, a: EngineArgs) -> list[str]:
         args += ["--quantization", quant]
     if layout.resolved_kv_dtype == FP8:
         args += ["--kv-cache-dtype", flags.fp8_kv_cache]
+    if a.checkpoint is not None:
+        args += ["--served-model-name", a.model]
     return args
 
 
@@ -146,7 +173,7 @@ def _tgi(a: EngineArgs) -> list[str]:
     args = [
         "text-generation-launcher",
         "--model-id",
-        a.model,
+        a.weights,
         "--hostname",
         "0.0.0.0",
         "--port",

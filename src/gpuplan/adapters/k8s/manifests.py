@@ -120,7 +120,11 @@ def _probes(path: str) -> Obj:
 
 def _engine_container(pool: PoolDeployment, engine: Engine) -> Obj:
     args = EngineArgs(
-        model=pool.model, layout=pool.layout, max_model_len=pool.max_model_len, max_num_seqs=pool.max_num_seqs
+        model=pool.model,
+        layout=pool.layout,
+        max_model_len=pool.max_model_len,
+        max_num_seqs=pool.max_num_seqs,
+        checkpoint=pool.checkpoint,
     )
     probes = _probes(HEALTH_PATH[engine])
     return {

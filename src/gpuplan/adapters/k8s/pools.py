@@ -53,6 +53,9 @@ class PoolDeployment(FrozenModel):
     rate_rps: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    checkpoint: str | None = Field(
+        default=None, description="pre-quantised weights to load (`k8s render --checkpoint`)"
+    )
 
 
 def _max_num_seqs(plan: Plan, utilisation: float) -> int:
@@ -84,6 +87,7 @@ def from_fleet(plan: FleetPlan, catalog: Catalog) -> list[PoolDeployment]:
                 rate_rps=pool.rate_rps,
                 input_tokens=pool.input_tokens,
                 output_tokens=pool.output_tokens,
+                checkpoint=pool.checkpoint,
             )
         )
     return out

@@ -31,6 +31,9 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.data import read_bundled_text
 
 HUB_HINT = "pass a path to config.json, or pip install 'gpuplan[hf]' and check the id"
+HUB_INSTALLED_HINT = (
+    "pass a path to config.json, or check the id on huggingface.co (a gated model needs `hf auth login`)"
+)
 LLMFOUNDRY_SUFFIX = "-llmfoundry"
 """llm-foundry benchmark models: their learned position table is as long as the run's seq_len."""
 _BF16_BYTES = 2
@@ -143,6 +146,7 @@ def get_model(name_or_path: str) -> ModelSpec:
     name = name_or_path.strip()
     key = name.lower()
     key = _aliases().get(key, name).lower()
+    key = _bundled_by_stem(key) or key
     if key in _index():
         return _bundled(_index()[key][0])
     local = _local_config(name) if name else None
@@ -151,7 +155,25 @@ def get_model(name_or_path: str) -> ModelSpec:
     config = _hub_config(name) if name else None
     if config is not None:
         return parse_hf_config(config, model_id=name)
-    raise UnknownNameError("model", name, [*bundled_ids(), *aliases()], hint=HUB_HINT)
+    raise UnknownNameError("model", name, [*bundled_ids(), *aliases()], hint=_hub_hint())
+
+
+def _bundled_by_stem(key: str) -> str | None:
+    """The bundled id whose name after the organisation is ``key`` (``llama-3.1-8b`` ->
+    ``meta-llama/llama-3.1-8b``), when exactly one is; None otherwise or when ``key`` names an organisation."""
+    if "/" in key:
+        return None
+    owners = [hf_id for hf_id in _index() if hf_id.rsplit("/", 1)[-1] == key]
+    return owners[0] if len(owners) == 1 else None
+
+
+def _hub_hint() -> str:
+    """What to do about an unknown model: install the Hub extra, or, with it installed, check the id."""
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        return HUB_HINT
+    return HUB_INSTALLED_HINT
 
 
 def with_position_table(spec: ModelSpec, rows: int) -> ModelSpec:

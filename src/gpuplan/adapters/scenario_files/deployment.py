@@ -7,6 +7,7 @@ field path (schema), and the rule, on one line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -230,15 +231,27 @@ def scenario_notes(text: str) -> list[str]:
         return []  # the real parse reports the error with its line
 
 
-def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
-    """Pydantic errors flattened to one line: 'field.path: rule; ...'."""
+def describe_validation_error(
+    exc: ValidationError, limit: int = 3, *, names: Mapping[str, str] | None = None
+) -> str:
+    """Pydantic errors flattened to one line: 'field.path: rule; ...'. ``names``: what the user typed
+    for a field path (``{"workload.rate_rps": "--rate"}``), shown instead of the path (and of the
+    path's items: ``hardware.gpus.0`` is ``--gpus``)."""
     errors = _causes(exc.errors())
     parts = []
     for err in errors[:limit]:
-        loc = ".".join(_one_line(str(p)) for p in err["loc"])
+        loc = _typed_name(".".join(_one_line(str(p)) for p in err["loc"]), names or {})
         parts.append(f"{loc}: {_one_line(err['msg'])}" if loc else _one_line(err["msg"]))
     more = len(errors) - limit
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def _typed_name(loc: str, names: Mapping[str, str]) -> str:
+    """``loc``, or the name the user typed for it or for the field it is an item of."""
+    for path, typed in names.items():
+        if loc == path or loc.startswith(f"{path}."):
+            return typed
+    return loc
 
 
 def _causes(errors: list[Any]) -> list[Any]:

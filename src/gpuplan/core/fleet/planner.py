@@ -59,6 +59,8 @@ class FleetPool(FrozenModel):
     usd_per_month: float
     utilisation: float
     headroom: float
+    checkpoint: str | None = None
+    """The class's pre-quantised weights for this pool's weight dtype (``checkpoints:``), if any."""
 
 
 class TierSummary(FrozenModel):
@@ -251,6 +253,7 @@ def _pools(
                 usd_per_month=monthly_usd(usd_per_hour=per_hour),
                 utilisation=opt.utilisation,
                 headroom=1.0 - opt.utilisation,
+                checkpoint=cls.checkpoints.get(opt.plan.layout.weight_dtype.name),
             )
         )
     return pools

@@ -38,6 +38,11 @@ class WorkloadClass(FiniteModel):
     output_tokens: int = Field(ge=1, le=MAX_TOKENS)
     sla: Sla = Sla()
     dtypes: tuple[str, ...] = ("bf16", "fp8", "int4")
+    checkpoints: dict[str, str] = Field(
+        default_factory=dict,
+        description="pre-quantised weights per weight dtype, e.g. {int4: Qwen/Qwen2.5-7B-Instruct-AWQ}: "
+        "what `k8s render` loads when the pool's plan uses that dtype",
+    )
 
     @field_validator("sla", mode="wrap")
     @classmethod
@@ -53,7 +58,7 @@ class WorkloadClass(FiniteModel):
                 f"class {self.name}: fleets are sized on mean TTFT/TPOT (sla: ttft_ms, tpot_ms); P99 limits are "
                 "not supported here (size one class on P99s with gpuplan recommend --ttft-p99-ms/--tpot-p99-ms)"
             )
-        for dtype in self.dtypes:
+        for dtype in (*self.dtypes, *self.checkpoints):
             get_dtype(dtype)  # unknown names fail here, naming the nearest, not later as "no layout"
         return self
 

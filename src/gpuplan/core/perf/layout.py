@@ -23,9 +23,6 @@ from gpuplan.core.perf.engine_profiles import VLLM, EngineName, EngineProfile, g
 TRTLLM_ENGINE: EngineName = "trtllm"
 """The engine whose FP4 means NVIDIA ModelOpt NVFP4 checkpoints (see :meth:`Layout.resolved_kv_dtype`)."""
 
-MIN_NODE_GPUS = 8
-"""TP may span one server's GPUs (8 in the usual chassis) even where the catalog's scale-up domain
-is smaller (PCIe boards, NVLink pairs); wider TP must stay inside the scale-up domain."""
 
 _Named = TypeVar("_Named", DType, EngineProfile)
 
@@ -143,7 +140,7 @@ def tp_choices(heads: int, *, max_tp: int) -> list[int]:
 def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
     """Raise UserInputError naming the rule a layout breaks; return None when it is valid."""
     heads = model.num_attention_heads
-    node_gpus = max(gpu.interconnect.scale_up_domain_gpus, MIN_NODE_GPUS)
+    node_gpus = gpu.interconnect.node_gpus
     if heads is not None and heads % layout.tp != 0:
         raise UserInputError(
             f"tp={layout.tp} does not divide {model.id}'s {heads} attention heads",
@@ -175,6 +172,11 @@ def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
 def _check_dtype_support(gpu: GpuSpec, layout: Layout) -> None:
     """Weights whose kernels need Ampere (``DType.kernels_need_ampere``) on a GPU without a bf16
     tensor rate (Volta, Turing) raise UserInputError."""
+    if layout.weight_dtype == BF16 and gpu.dense_tflops.bf16 is None:
+        raise UserInputError(
+            f"bf16 weights need a GPU with bf16 math; {gpu.id} has none (engines refuse bf16 there)",
+            hint="use --dtype fp16 (same size; vLLM's --dtype auto picks it on this GPU)",
+        )
     if layout.weight_dtype.kernels_need_ampere and gpu.dense_tflops.bf16 is None:
         raise UserInputError(
             f"{layout.weight_dtype} weights need an Ampere-or-newer GPU; {gpu.id} has no kernels for them",

@@ -46,8 +46,7 @@ def recommend(
     nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only).
     Offers without a quote on ``price_basis`` are not ranked (:func:`_quoted`)."""
     target = _serving(target)
-    sla = sla or Sla()
-    space = space or SearchSpace()
+    sla, space = sla or Sla(), space or SearchSpace()
     all_offers, offers, no_quote = _quoted(offers)
     plans, misses, shown_as = _sized(model, offers, target, sla, space, cal, progress, objective)
     budget = space.max_usd_per_hour
@@ -70,6 +69,7 @@ def recommend(
         )
     return Recommendation(
         model=model.id,
+        workload=target,
         objective=objective,
         price_basis=price_basis,
         plans=[shown_as(p) for p in shown],

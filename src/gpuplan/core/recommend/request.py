@@ -18,6 +18,7 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.pricing import PriceBasis, PriceQuote
+from gpuplan.core.workload import Workload
 
 Objective = Literal["cost", "latency", "throughput"]
 
@@ -189,7 +190,11 @@ class Rejection(FrozenModel):
 
 
 class Recommendation(FrozenModel):
+    """Ranked plans for one model and workload. ``workload``: the request it answers (lengths and
+    load), so a plan file carries what ``k8s render`` needs; None in files written before it was."""
+
     model: str
+    workload: Workload | None = None
     objective: Objective
     price_basis: PriceBasis | None = Field(
         default=None, description="the providers every plan of this answer is priced from"

@@ -55,10 +55,16 @@ class Miss:
     distance: float
 
 
+def native_weight_dtype(name: str, gpu: GpuSpec) -> str:
+    """``name``, or fp16 for bf16 on a GPU without bf16 math (T4, V100): same bytes, the format the
+    engines load a bf16 checkpoint in there (vLLM's ``--dtype auto``)."""
+    return "fp16" if name == "bf16" and gpu.dense_tflops.bf16 is None else name
+
+
 def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Iterator[Layout]:
     """Valid layouts for one GPU type, smallest first. Pipeline stages are added only until the
     weights fit (PP serves capacity, not speed: each stage adds a hop to every token)."""
-    for dtype in space.weight_dtypes:
+    for dtype in dict.fromkeys(native_weight_dtype(name, gpu) for name in space.weight_dtypes):
         for tp in space.tp_options:
             for pp in sorted(space.pp_options):
                 if tp * pp > space.max_gpus:

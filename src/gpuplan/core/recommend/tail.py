@@ -26,6 +26,7 @@ from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.recommend.confirm import (
     Candidate,
     confirm,
+    mean_floor,
     on_tail_model,
     replicas_for,
     trickle_miss,
@@ -154,10 +155,12 @@ def _tail_size(
     if isinstance(replica, Miss):
         return replica
 
+    floor = mean_floor(plan, sla)
+
     def settled(lo_rps: float, hi_rps: float) -> bool:  # the replica count is known: stop there
-        count = replicas_for(plan, target, sla, lo_rps)
+        count = replicas_for(target, lo_rps, floor)
         fits = count * plan.layout.gpus_per_replica <= space.max_gpus
-        return fits and count == replicas_for(plan, target, sla, hi_rps)
+        return fits and count == replicas_for(target, hi_rps, floor)
 
     shape = {"input_tokens": target.input_tokens, "output_tokens": target.output_tokens}
     rate = tail_max_rate(replica, **shape, slo=sla, enough=settled)
@@ -167,13 +170,14 @@ def _tail_size(
         return trickle_miss(
             plan.gpu, _excess(lone.ttft_p99_ms, lone.tpot_p99_ms, lone.e2e_p99_ms, sla), label
         )
-    replicas = replicas_for(plan, target, sla, rate)
+    replicas = replicas_for(target, rate, floor)
     count = replicas * plan.layout.gpus_per_replica
     if count > space.max_gpus:
         what = f"on P99: {replicas} replicas of {label}, {rate:.2f} req/s each"
         return count_miss(plan.gpu, what, count, space.max_gpus)
     cand = Candidate(plan, replica, offer)
-    return Candidate(on_tail_model(cand, replicas, rate, target, cal), replica, offer, exact_capacity=False)
+    sized = on_tail_model(cand, replicas, rate, target, cal)
+    return Candidate(sized, replica, offer, exact_capacity=False, mean_floor=floor)
 
 
 def _excess(ttft_ms: float | None, tpot_ms: float | None, e2e_ms: float | None, sla: Sla) -> str:

@@ -17,9 +17,6 @@ from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.roofline import tp_link
 
-SERVER_GPUS = 8
-"""GPUs in one server (HGX/DGX and 8-slot PCIe servers such as AWS g6e.48xlarge)."""
-
 
 @dataclass(frozen=True)
 class Link:
@@ -32,7 +29,7 @@ class Link:
 
 def group_link(gpu: GpuSpec, extent: int, cal: TrainingCalibration) -> Link:
     """The link a group spanning ``extent`` consecutive ranks uses (module docstring)."""
-    if extent > max(gpu.interconnect.scale_up_domain_gpus, SERVER_GPUS):
+    if extent > gpu.interconnect.node_gpus:
         return Link("ib", cal.ib_bytes_per_s_per_gpu * cal.link_efficiency, cal.hop_latency("ib"))
     kind, bw = tp_link(gpu, max(extent, 1))
     return Link(kind, bw * cal.link_efficiency, cal.hop_latency(kind))

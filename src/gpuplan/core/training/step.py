@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
@@ -45,7 +47,8 @@ WEIGHT_STREAM_EFFICIENCY = 0.8
 
 
 class StepPrediction(FrozenModel):
-    """Predicted time of one optimizer step and the rates derived from it."""
+    """Predicted time of one optimizer step, its parts, and the rates derived from it. ``mfu`` and
+    ``hfu`` follow ``flops.MFU_CONVENTION``."""
 
     step_time_s: float
     compute_s: float
@@ -58,6 +61,20 @@ class StepPrediction(FrozenModel):
     tokens_per_s_per_gpu: float
     model_tflops_per_gpu: float
     mfu: float
+    hfu: float = Field(description="executed FLOPs (recompute, causal attention) / the same peak as mfu")
+
+    def breakdown(self) -> tuple[tuple[str, float], ...]:
+        """The step's parts, which add up to ``step_time_s``: compute, exposed communication (data
+        parallel; tensor/context/expert/pipeline), pipeline bubble, optimizer and other (QLoRA
+        dequantisation)."""
+        return (
+            ("compute", self.compute_s),
+            ("exposed comm, data parallel", self.dp_comm_exposed_s),
+            ("exposed comm, TP/CP/EP/PP", self.mp_comm_exposed_s),
+            ("pipeline bubble", self.bubble_s),
+            ("optimizer", self.optimizer_s),
+            ("other (QLoRA dequant)", self.dequant_s),
+        )
 
 
 @dataclass(frozen=True)
@@ -86,6 +103,13 @@ def _peak(gpu: GpuSpec, dtype: str) -> tuple[float, str]:
 
 def _mfu_key(ctx: _Ctx, path: str) -> str:
     return "int4" if ctx.job.method == "qlora" else path
+
+
+def mfu_key(*, gpu: GpuSpec, job: TrainingJob) -> str:
+    """The ``family:dtype`` key of the ``mfu`` factor that prices this job's GEMMs on this GPU (the key a
+    fit on measured steps must move): QLoRA reads ``int4``, fp8/fp4 their own peak where the GPU has
+    one, everything else ``bf16``."""
+    return f"{gpu.family}:{'int4' if job.method == 'qlora' else _peak(gpu, job.dtype)[1]}"
 
 
 def compute_s(ctx: _Ctx) -> float:
@@ -201,7 +225,10 @@ def predict_step(
     step = t_compute + bubble + dp_exposed + mp_exposed + opt + deq
     tokens = job.global_batch * job.seq_len
     per_gpu = tokens / step / layout.num_gpus
-    model_tflops = per_gpu * model_flops_per_token(model, job.seq_len) / TFLOPS
+    model_tflops = per_gpu * model_flops_per_token(model, job.seq_len, method=job.method) / TFLOPS
+    executed = executed_flops_per_token(
+        model, job.seq_len, method=job.method, checkpointing=layout.checkpointing
+    ).total
     peak, _ = _peak(gpu, job.dtype)
     return StepPrediction(
         step_time_s=step,
@@ -215,6 +242,7 @@ def predict_step(
         tokens_per_s_per_gpu=per_gpu,
         model_tflops_per_gpu=model_tflops,
         mfu=model_tflops * TFLOPS / peak,
+        hfu=per_gpu * executed / peak,
     )
 
 

@@ -7,6 +7,7 @@ Exit codes: 0 ok, 1 user input error, 2 infeasible (nothing fits / meets the SLA
 from __future__ import annotations
 
 import functools
+import inspect
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +48,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def guarded(fn: F) -> F:
-    """Turn gpuplan errors into one stderr line and the branch's exit code."""
+    """Turn gpuplan errors into one stderr line and the branch's exit code. A field error on a value
+    the command took from a flag of the same name (``seq_len`` from ``--seq-len``) names the flag."""
+    flags = {name: f"--{name.replace('_', '-')}" for name in inspect.signature(fn).parameters}
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -57,7 +60,7 @@ def guarded(fn: F) -> F:
             error(exc.one_line())
             raise typer.Exit(exc.exit_code) from None
         except ValidationError as exc:
-            error(describe_validation_error(exc))
+            error(describe_validation_error(exc, names=flags))
             raise typer.Exit(UserInputError.exit_code) from None
         except OSError as exc:  # a path that is a directory, a missing folder, a port in use, a bad host
             error(_os_error_line(exc))

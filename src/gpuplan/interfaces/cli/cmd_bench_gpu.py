@@ -238,7 +238,11 @@ def _calibration_tables(o: dict[str, Any]) -> None:
         [[f["factor"], f["before"], f["after"]] for f in o["factors"]],
     )
     if o["training_mfu"]:
-        render.lines([f"{k}: {v:.3f}" for k, v in o["training_mfu"].items()], title="training MFU")
+        before = o["training_mfu_before"]
+        render.lines(
+            [f"{k}: {before[k]:.3f} -> {v:.3f}" for k, v in o["training_mfu"].items()],
+            title="training MFU (solved through the step model; one factor per GPU family and dtype)",
+        )
     if o["skipped_runs"]:
         render.lines(o["skipped_runs"], title="runs left out")
     if o["profile"]:

@@ -125,14 +125,18 @@ def render_cmd(
     bench_image: Annotated[
         str | None, typer.Option(help="image with gpuplan: adds the in-cluster benchmark Job")
     ] = None,
+    checkpoint: Annotated[
+        str | None, typer.Option(help="pre-quantised weights to load (int4/int8 plans), e.g. an AWQ repo")
+    ] = None,
     catalog: CatalogOpt = None,
 ) -> None:
     """Deployment, Service, PDB per pool; Namespace, PriorityClasses, optional benchmark Job."""
-    from gpuplan.usecases.deploy import dump, pools_from_file, render_files, write_files
+    from gpuplan.usecases.deploy import dump, pools_from_file, render_files, with_checkpoint, write_files
 
     if engine not in ENGINES:
         raise UserInputError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}")
     pools = pools_from_file(source, catalog_from(catalog), max_model_len=max_model_len)
+    pools = with_checkpoint(pools, checkpoint)
     files = render_files(pools, engine, namespace=namespace, bench_image=bench_image)
     if output is None:
         sys.stdout.write(dump([obj for objs in files.values() for obj in objs]))

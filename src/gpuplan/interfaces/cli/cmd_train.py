@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
+from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import InfeasibleError, UserInputError
 from gpuplan.core.pricing import quote_label
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout
+from gpuplan.core.training.step import StepPrediction
 from gpuplan.core.units import GIB
 from gpuplan.interfaces.cli.app import (
+    CalibrationOpt,
     CatalogOpt,
     FormatOpt,
     PriceBasisOpt,
@@ -24,11 +28,13 @@ from gpuplan.interfaces.cli.app import (
 )
 from gpuplan.interfaces.cli.render import emit_json, lines, table
 from gpuplan.interfaces.cli.views import quote_lines
+from gpuplan.usecases.calibration.profile import load_training_calibration
 from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.train import (
     TrainFitResult,
     TrainPlanRequest,
     TrainPlanResult,
+    check_inter_node_gbps,
     fit_training,
     plan_training,
     resolve_method,
@@ -47,6 +53,11 @@ __all__ = [
 MethodOpt = Annotated[str, typer.Option(help="full | lora | qlora | pretrain")]
 
 
+def _training_calibration(path: Path | None) -> TrainingCalibration | None:
+    """The training factors of a ``--calibration`` profile, loaded once here (None: the bundled ones)."""
+    return load_training_calibration(path) if path else None
+
+
 @app.command("train-plan")
 @guarded
 def train_plan(
@@ -62,6 +73,11 @@ def train_plan(
     max_gpus: Annotated[int, typer.Option(help="largest GPU count to try")] = 64,
     deadline_hours: Annotated[float | None, typer.Option(help="wall-time limit")] = None,
     objective: Annotated[str, typer.Option(help="time | cost")] = "time",
+    inter_node_gbps: Annotated[
+        float | None,
+        typer.Option(help="scale-out bandwidth per GPU, Gb/s one direction (default 400: NDR InfiniBand)"),
+    ] = None,
+    calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     provider: ProviderOpt = None,
     price_basis: PriceBasisOpt = None,
@@ -69,6 +85,7 @@ def train_plan(
 ) -> None:
     """Rank GPU × count × parallel layout for training or fine-tuning a token budget."""
     out = fmt(format)
+    check_inter_node_gbps(inter_node_gbps)
     req = TrainPlanRequest(
         model=model,
         method=resolve_method(method),
@@ -80,10 +97,11 @@ def train_plan(
         gpus=tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
         deadline_hours=deadline_hours,
         objective=objective,
+        inter_node_gbps=inter_node_gbps,
     )
     cat = catalog_from(catalog)
     basis = price_basis_of(cat, provider=provider, basis=price_basis)
-    render_train_plan(plan_training(req, cat, basis=basis), out)
+    render_train_plan(plan_training(req, cat, _training_calibration(calibration), basis=basis), out)
 
 
 def recommend_training(
@@ -99,10 +117,12 @@ def recommend_training(
     objective: str,
     out: str,
     catalog: CatalogOpt,
+    calibration: Path | None = None,
     basis: tuple[str | None, str | None] = (None, None),
 ) -> None:
-    """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked);
-    ``basis`` is (``--provider``, ``--price-basis``)."""
+    """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked), with
+    the training factors of a ``--calibration`` profile when given; ``basis`` is (``--provider``,
+    ``--price-basis``)."""
     if not (model and seq_len and tokens):
         raise UserInputError(f"recommend --task {task} needs --model, --seq-len and --tokens")
     req = TrainPlanRequest.model_validate(
@@ -119,7 +139,22 @@ def recommend_training(
     )
     cat = catalog_from(catalog)
     chosen = price_basis_of(cat, provider=basis[0], basis=basis[1])
-    render_train_plan(plan_training(req, cat, basis=chosen), out)
+    render_train_plan(plan_training(req, cat, _training_calibration(calibration), basis=chosen), out)
+
+
+def _quotes(result: TrainPlanResult) -> None:
+    """The price basis, each plan's quote, and the GPUs the basis does not quote."""
+    quoted = quote_lines(
+        result.price_basis, [p.price_quote for p in result.plans], [p.gpu for p in result.plans]
+    )
+    missing = sorted({p.gpu for p in result.plans if p.price_missing})
+    if missing:
+        quoted.append(
+            f"No on-demand quote on this basis for {', '.join(missing)}: add one in a --catalog file "
+            "(prices: [{gpu: ID, kind: on_demand, provider: NAME, usd: N, as_of: YYYY-MM-DD, source_url: URL}]) "
+            "or choose another basis (--provider, --price-basis)."
+        )
+    lines(quoted, title="Quotes")
 
 
 def render_train_plan(result: TrainPlanResult, out: str) -> None:
@@ -138,6 +173,7 @@ def _plan_table(result: TrainPlanResult) -> None:
             p.layout,
             p.step.tokens_per_s_per_gpu,
             p.step.mfu,
+            p.step.hfu,
             p.step.step_time_s,
             p.memory_gib_per_gpu,
             p.cost.wall_hours,
@@ -153,6 +189,7 @@ def _plan_table(result: TrainPlanResult) -> None:
         "layout",
         "tok/s/GPU",
         "MFU",
+        "HFU",
         "step s",
         "GiB/GPU",
         "hours",
@@ -161,19 +198,25 @@ def _plan_table(result: TrainPlanResult) -> None:
         "quote",
     ]
     table(f"{result.model} {result.method}, {result.tokens:.3g} tokens", columns, rows)
-    quoted = quote_lines(
-        result.price_basis, [p.price_quote for p in result.plans], [p.gpu for p in result.plans]
+    _breakdown_table(
+        "step time by part, s (adds up to step s; the plans above, in order)",
+        [f"{rank}. {p.gpu} x{p.gpus}" for rank, p in enumerate(result.plans, start=1)],
+        [p.step for p in result.plans],
     )
-    missing = sorted({p.gpu for p in result.plans if p.price_missing})
-    if missing:
-        quoted.append(
-            f"No on-demand quote on this basis for {', '.join(missing)}: add one in a --catalog file "
-            "(prices: [{gpu: ID, kind: on_demand, provider: NAME, usd: N, as_of: YYYY-MM-DD, source_url: URL}]) "
-            "or choose another basis (--provider, --price-basis)."
-        )
-    lines(quoted, title="Quotes")
+    lines([f"MFU and HFU: {result.mfu_convention}", *result.factors.notes], title="conventions and factors")
+    _quotes(result)
     if result.rejected:
         lines([f"{name}: {why}" for name, why in result.rejected[:10]], title="rejected")
+
+
+def _breakdown_table(title: str, names: list[str], steps: list[StepPrediction]) -> None:
+    """One row per plan: the parts of its step (``StepPrediction.breakdown``: compute, exposed
+    communication, pipeline bubble, optimizer and other), which add up to its step time."""
+    columns = ["plan", "compute", "comm DP", "comm TP/CP/EP/PP", "bubble", "optimizer", "other"]
+    rows = [
+        [name, *[seconds for _, seconds in step.breakdown()]] for name, step in zip(names, steps, strict=True)
+    ]
+    table(title, columns, rows)
 
 
 @app.command("train-fit")
@@ -199,11 +242,22 @@ def train_fit(
     lora_rank: Annotated[int, typer.Option()] = 16,
     dtype: Annotated[str, typer.Option(help="bf16 | fp8 | fp4")] = "bf16",
     allow_long_seq: Annotated[bool, typer.Option(help="allow seq_len beyond the model's positions")] = False,
+    calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
     """Training memory per GPU (weights, grads, optimizer, activations) and step time of one layout."""
     out = fmt(format)
+    degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}  # tensor, pipeline, data, context, expert
+    layout = TrainingLayout.model_validate(
+        {
+            **degrees,
+            "virtual_stages": virtual_stages,
+            "zero_stage": zero,
+            "micro_batch": micro_batch,
+            "checkpointing": checkpointing,
+        }
+    )
     job = TrainingJob.model_validate(
         {
             "method": resolve_method(method),
@@ -215,17 +269,8 @@ def train_fit(
             "allow_long_seq": allow_long_seq,
         }
     )
-    degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}  # tensor, pipeline, data, context, expert
-    layout = TrainingLayout.model_validate(
-        {
-            **degrees,
-            "virtual_stages": virtual_stages,
-            "zero_stage": zero,
-            "micro_batch": micro_batch,
-            "checkpointing": checkpointing,
-        }
-    )
-    _show_fit(fit_training(model, gpu, job, layout, catalog_from(catalog)), out)
+    cal = _training_calibration(calibration)
+    _show_fit(fit_training(model, gpu, job, layout, catalog_from(catalog), cal), out)
 
 
 def _show_fit(result: TrainFitResult, out: str) -> None:
@@ -257,9 +302,19 @@ def _fit_table(r: TrainFitResult) -> None:
     if r.step is not None:
         table(
             "step",
-            ["step s", "tok/s/GPU", "TFLOP/s/GPU", "MFU"],
-            [[r.step.step_time_s, r.step.tokens_per_s_per_gpu, r.step.model_tflops_per_gpu, r.step.mfu]],
+            ["step s", "tok/s/GPU", "TFLOP/s/GPU", "MFU", "HFU"],
+            [
+                [
+                    r.step.step_time_s,
+                    r.step.tokens_per_s_per_gpu,
+                    r.step.model_tflops_per_gpu,
+                    r.step.mfu,
+                    r.step.hfu,
+                ]
+            ],
         )
+        _breakdown_table("step time by part, s (adds up to step s)", [r.gpu], [r.step])
+        lines([f"MFU and HFU: {r.mfu_convention}"], title="conventions")
 
 
 def predict_training_scenario(sc: TrainingScenarioFile, catalog: CatalogOpt, out: str) -> None:

@@ -218,10 +218,11 @@ def recommend(
     basis = (provider, price_basis)
     if _task(task) != "infer":
         why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
-        _refuse_flags(why, **flags.serving_only(), scenario=scenario)
+        _refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
         recommend_training(
             task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog, basis=basis,
+            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
+            calibration=calibration, basis=basis,
         )  # fmt: skip
         return
     _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot, basis)
@@ -253,11 +254,6 @@ class ServingFlags:
     engine: str
     objective: str
     budget: float | None
-
-    def serving_only(self) -> dict[str, object]:
-        """The flags only a serving request reads (a training request refuses them), in order."""
-        names = ("input_tokens", "output_tokens", "rate", "concurrency", "ttft_ms", "tpot_ms")
-        return {n: getattr(self, n) for n in (*names, "ttft_p99_ms", "tpot_p99_ms", "budget")}
 
     def without_defaults(self) -> dict[str, object]:
         """The flags that have no default (so a value means the user gave it), in order."""
@@ -301,6 +297,8 @@ DOCUMENT_IS_THE_REQUEST = (
     ": a scenario file (or --example) is the whole request",
     "put the values in the file, or drop the file and use flags only",
 )
+_SERVING = "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget"
+SERVING_ONLY = tuple(_SERVING.split())  # the flags a training request refuses, in order
 TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
 
 
@@ -347,7 +345,27 @@ def _scenario_from_flags(f: ServingFlags) -> ScenarioFile:
         "precision": {"allowed": [d.strip() for d in f.dtypes.split(",") if d.strip()]},
         "prices": {"max_usd_per_hour": f.budget},
     }
-    return scenario_from_mapping(doc)
+    return scenario_from_mapping(doc, names=RECOMMEND_FLAG_FIELDS)
+
+
+RECOMMEND_FLAG_FIELDS = {
+    "model": "--model",
+    "engine": "--engine",
+    "objective": "--objective",
+    "workload.input_tokens": "--input-tokens",
+    "workload.output_tokens": "--output-tokens",
+    "workload.rate_rps": "--rate",
+    "workload.concurrency": "--concurrency",
+    **{
+        f"sla.{limit}": f"--{limit.replace('_', '-')}"
+        for limit in ("ttft_ms", "tpot_ms", "ttft_p99_ms", "tpot_p99_ms")
+    },
+    "hardware.gpus": "--gpus",
+    "hardware.max_gpus": "--max-gpus",
+    "precision.allowed": "--dtypes",
+    "prices.max_usd_per_hour": "--budget",
+}
+"""The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""
 
 
 @app.command()

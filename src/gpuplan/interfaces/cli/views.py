@@ -136,7 +136,10 @@ def fit(r: FitResult) -> None:
             ("weights", m.weights_bytes / GIB),
             ("activation peak", m.activation_bytes / GIB),
             ("runtime overhead", m.overhead_bytes / GIB),
-            ("KV-cache pool", m.kv_pool_bytes / GIB),
+            (
+                "KV-cache pool" if m.kv_pool_bytes >= 0 else "KV-cache pool: short by",
+                abs(m.kv_pool_bytes) / GIB,
+            ),
             ("budget (usable x utilization)", m.budget_bytes / GIB),
             ("usable", m.usable_bytes / GIB),
         ],
@@ -147,6 +150,11 @@ def fit(r: FitResult) -> None:
         f"{m.max_model_len:,} tokens at once",
         highlight=False,
     )
+    if not m.fits:
+        fixes = (
+            "; ".join(r.nearest) if r.nearest else "none within 64 GPUs, int4 weights or a shorter context"
+        )
+        console.print(f"nearest that fit: {fixes}", highlight=False)
 
 
 @json_or_table

@@ -11,8 +11,9 @@ The pieces, lowest layer first:
   --fit-out``), ``published_training`` (training.csv) and ``crossval`` (held-out error, ``gpuplan
   validate --cross-validate``);
 * fitting on the user's own measurements (``gpuplan calibrate``): ``measured_rows`` (results store or
-  CSV as rows), ``measured_predict`` (the model's value for a row), ``measured`` (the three-stage
-  fit) and ``calibrate`` (the command's flow);
+  CSV as rows), ``measured_predict`` (the model's value for a row), ``measured_train`` (training rows
+  through the training step model: their prediction and the MFU they solve for), ``measured`` (the
+  three-stage fit) and ``calibrate`` (the command's flow);
 * ``report``: the error of a calibration on measured rows, before and after a fit;
 * ``profile``: reading and writing calibration profiles (``--calibration PROFILE``), and the
   provenance a fit stamps on them.

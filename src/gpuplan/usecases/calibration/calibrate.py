@@ -56,7 +56,7 @@ def calibrate_rows(
         )
     start = load_calibration(base) if base else default_calibration()
     start_training = load_training_calibration(base) if base else default_training_calibration()
-    cal, mfu, fitted = fit_profile(rows, catalog, start, data=data, command=command)
+    cal, mfu, fitted = fit_profile(rows, catalog, start, data=data, command=command, training=start_training)
     training = start_training.model_copy(update={"mfu": start_training.mfu | mfu})
     errors = compare(rows, catalog, (start, start_training), (cal, training))
     factors = [
@@ -74,6 +74,7 @@ def calibrate_rows(
         "errors": [e.model_dump() for e in errors],
         "factors": factors,
         "training_mfu": mfu,
+        "training_mfu_before": {key: start_training.factor("mfu", key) for key in mfu},
         "profile": str(output) if output else None,
         "calibration": cal.model_dump(mode="json"),
     }

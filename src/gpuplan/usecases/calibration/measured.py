@@ -9,7 +9,10 @@
    squares on log(predicted / measured), as the fit on published rows does (``serving_factors``),
    with a weak prior (σ = 10 in log space): these are the user's own measurements, so the data
    should dominate.
-3. Training rows set ``mfu[family:dtype]`` (geometric median of achieved model TFLOP/s / peak).
+3. Training rows set ``mfu[family:dtype]`` through the training step model (``measured_train``): each
+   row solves the MFU at which ``predict_step`` takes the measured step time; a key takes the geometric
+   median of its rows. So the profile's MFU is the factor ``train-plan --calibration`` reads, and a plan
+   for the measured job reproduces the measured step.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.calibration.solver import Param, with_factors
+from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.perf.roofline import tp_link
 from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.calibration.measured_predict import (
@@ -34,6 +38,7 @@ from gpuplan.usecases.calibration.measured_predict import (
     peak_tflops,
 )
 from gpuplan.usecases.calibration.measured_rows import ResultRow
+from gpuplan.usecases.calibration.measured_train import fit_train_mfu
 from gpuplan.usecases.calibration.profile import fit_provenance
 from gpuplan.usecases.calibration.serving_factors import fitted_params, solve
 
@@ -103,32 +108,28 @@ def fit_serving(
     return solve(cases, catalog, start, params, np.full(len(params), SERVE_PRIOR_SIGMA)), params
 
 
-def fit_training(rows: Sequence[ResultRow], catalog: Catalog, power_exponent: float) -> dict[str, float]:
-    """Stage 3: ``family:dtype`` → MFU (against the peak net of a board's power cap, as the step model
-    applies it)."""
-    ratios: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        gpu = gpu_of(row, catalog)
-        dtype = row.fields.get("dtype", "bf16")
-        peak = peak_tflops(gpu, dtype, power_exponent) if gpu is not None else None
-        if gpu is not None and peak and row.value > 0:
-            ratios[f"{gpu.family}:{dtype}"].append(row.value / peak)
-    return {k: min(_geomedian(v), FACTOR_CAP) for k, v in ratios.items()}
-
-
 def fit_profile(
-    rows: Sequence[ResultRow], catalog: Catalog, base: Calibration, *, data: str, command: str
+    rows: Sequence[ResultRow],
+    catalog: Catalog,
+    base: Calibration,
+    *,
+    data: str,
+    command: str,
+    training: TrainingCalibration | None = None,
 ) -> tuple[Calibration, dict[str, float], list[Param]]:
-    """All three stages; returns the calibration (with provenance), training MFU and what was fitted."""
+    """All three stages; returns the calibration (with provenance), training MFU and what was fitted.
+    ``training`` is the training calibration stage 3 starts from (default: the bundled one)."""
     micro = [r for r in rows if r.kind in ("gemm", "bandwidth", "allreduce")]
     cal, fixed = fit_micro(micro, catalog, base)
     cal, fitted = fit_serving([r for r in rows if r.kind == "serve"], catalog, cal, fixed)
-    power_exponent = default_training_calibration().power_limit_exponent
-    mfu = fit_training([r for r in rows if r.kind == "train"], catalog, power_exponent)
+    mfu = fit_train_mfu(
+        [r for r in rows if r.kind == "train"], catalog, training or default_training_calibration()
+    )
     counts = {k: sum(r.kind == k for r in rows) for k in ("gemm", "bandwidth", "allreduce", "serve", "train")}
     provenance = fit_provenance(
         method="gpuplan calibrate: micro-benchmark geometric medians; serving rows by scipy least_squares "
-        "(soft_l1 on log(pred/measured), prior sigma 10); training MFU geometric medians",
+        "(soft_l1 on log(pred/measured), prior sigma 10); training MFU solved per row through the step "
+        "model, geometric medians",
         data=f"{data} ({', '.join(f'{k}: {n}' for k, n in counts.items() if n)})",
         rows=len(rows),
         command=command,

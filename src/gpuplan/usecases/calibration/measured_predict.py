@@ -4,7 +4,8 @@
   fp32/tf32 GEMMs inform no factor and are left out;
 * bandwidth (device copy): ``memory bandwidth · bandwidth_efficiency[family]``;
 * allreduce (bus bandwidth): ``one-direction link bandwidth · link_efficiency``;
-* train (model TFLOP/s): ``dense peak of the dtype · mfu[family:dtype]``;
+* train (bench train's credited TFLOP/s): the training step model on the row's job
+  (``measured_train.predict_train_tflops``);
 * serve: the validation predict path (``validation/predict.py``), as for published rows.
 """
 
@@ -17,6 +18,7 @@ from gpuplan.core.errors import GpuplanError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.roofline import power_cap, tp_link
 from gpuplan.usecases.calibration.measured_rows import ResultRow
+from gpuplan.usecases.calibration.measured_train import predict_train_tflops
 from gpuplan.usecases.validation.cases import Case
 from gpuplan.usecases.validation.predict import predict_case
 
@@ -70,7 +72,5 @@ def predict_row(
     if row.kind == "serve":
         return predict_case(as_case(row), catalog, cal, simulate=False).predicted
     if row.kind == "train":
-        dtype = row.fields.get("dtype", "bf16")
-        peak = peak_tflops(gpu, dtype, training.power_limit_exponent)
-        return peak * training.mfu_for(gpu.family, dtype) if peak else None
+        return predict_train_tflops(row, catalog, training)
     return _micro(row, gpu, cal)

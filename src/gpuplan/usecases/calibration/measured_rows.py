@@ -2,7 +2,8 @@
 
 A row: ``kind`` (gemm, bandwidth, allreduce, train, serve), catalog ``gpu``, ``metric``, ``value``
 and its conditions in ``fields`` (the validation CSV's column names: dtype, model, framework,
-num_gpus, tp, weight_dtype, scenario, input_len, output_len, concurrency, request_rate …).
+num_gpus, tp, weight_dtype, scenario, input_len, output_len, concurrency, request_rate …; a bench train
+run adds ``checkpointing`` ("full" when it ran with gradient checkpointing) and the ``lora_rank`` of LoRA).
 Serving runs do not know the server's hardware: give it in the run's ``config.deployment`` /
 ``conditions.deployment``, or as defaults (``gpuplan calibrate --gpu --engine --tp``).
 """
@@ -40,6 +41,8 @@ FIELDS = (
     "seq_len",
     "method",
     "ranks",
+    "checkpointing",
+    "lora_rank",
     "source",
 )
 COLUMNS = ("id", "kind", "gpu", "metric", "value", *FIELDS)
@@ -89,6 +92,8 @@ def _train_rows(run: RunInfo, items: list[dict[str, Any]]) -> Iterator[ResultRow
                 batch_size=m.get("batch_size"),
                 seq_len=m.get("seq_len"),
                 method=m.get("method"),
+                checkpointing="full" if run.config.get("gradient_checkpointing") else None,
+                lora_rank=run.config.get("lora_rank") if m.get("method") == "lora" else None,
                 source=run.run_id,
             )
 

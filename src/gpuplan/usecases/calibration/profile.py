@@ -53,12 +53,27 @@ def load_calibration(path: Path) -> Calibration:
 
 
 def load_training_calibration(path: Path) -> TrainingCalibration:
-    """The bundled training calibration with the profile's ``training_mfu`` entries laid over it."""
-    mfu = _read(path).get(TRAINING_KEY) or {}
+    """The bundled training calibration with the profile's ``training_mfu`` entries laid over it (what
+    ``train-plan``, ``train-fit`` and ``recommend --task train`` use). When the profile has entries, the
+    provenance is the profile's fit, so the plan can say where its factors came from."""
+    data = _read(path)
+    mfu = data.get(TRAINING_KEY) or {}
     base = default_training_calibration()
-    if not isinstance(mfu, dict) or not all(0 < float(v) <= 1.5 for v in mfu.values()):
+    if not isinstance(mfu, dict) or not all(_is_share(v) for v in mfu.values()):
         raise DataError(f"{path}: {TRAINING_KEY} must map family:dtype to a share in (0, 1.5]")
-    return base.model_copy(update={"mfu": base.mfu | {str(k): float(v) for k, v in mfu.items()}})
+    if not mfu:
+        return base
+    provenance = parse_calibration({k: v for k, v in data.items() if k != TRAINING_KEY}, origin=str(path))
+    return base.model_copy(
+        update={
+            "mfu": base.mfu | {str(k): float(v) for k, v in mfu.items()},
+            "provenance": provenance.provenance,
+        }
+    )
+
+
+def _is_share(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < float(value) <= 1.5
 
 
 def write_profile(path: Path, cal: Calibration, training_mfu: dict[str, float]) -> None:

@@ -39,6 +39,7 @@ def _pool(**kw: Any) -> PoolDeployment:
         mig_profile=None,
         tier="cost",
         layout=Layout(replicas=3, weight_dtype="int4"),
+        checkpoint="Qwen/Qwen2.5-7B-Instruct-AWQ",
         max_model_len=768,
         max_num_seqs=44,
         max_unavailable=1,
@@ -57,6 +58,7 @@ REPORTS = _pool(
     min_memory_mib=68664,
     tier="general",
     layout=Layout(tp=2, weight_dtype="fp8"),
+    checkpoint=None,
     max_model_len=5120,
     max_num_seqs=12,
     rate_rps=0.6,
@@ -72,6 +74,7 @@ MIG = _pool(
     min_memory_mib=68664,
     mig_profile="1g.10gb",
     layout=Layout(replicas=2),
+    checkpoint=None,
     max_model_len=384,
     max_num_seqs=16,
     rate_rps=2.0,
@@ -171,10 +174,10 @@ def test_engine_args_follow_the_plan() -> None:
     assert share[share.index("--gpu-memory-utilization") + 1] == "0.8"
     with pytest.raises(UserInputError, match="TGI has no pipeline parallelism"):
         command("tgi", a)
-    tgi = command(
-        "tgi", replace(a, layout=layout.model_copy(update={"pp": 1, "weight_dtype": get_dtype("int4")}))
-    )
-    assert tgi[tgi.index("--num-shard") + 1] == "2" and tgi[tgi.index("--quantize") + 1] == "awq"
+    int4 = replace(a, layout=layout.model_copy(update={"pp": 1, "weight_dtype": get_dtype("int4")}))
+    tgi = command("tgi", replace(int4, checkpoint="org/m-AWQ"))
+    assert tgi[tgi.index("--num-shard") + 1] == "2" and tgi[tgi.index("--model-id") + 1] == "org/m-AWQ"
+    assert "--quantize" not in tgi  # the checkpoint's quantization_config decides
     with pytest.raises(UserInputError, match="no flag for nf4"):
         command("vllm", replace(a, layout=layout.model_copy(update={"weight_dtype": get_dtype("nf4")})))
 
@@ -206,3 +209,26 @@ def test_inventory_counts_allocatable_and_used() -> None:
     mig = totals[("NVIDIA-A100-SXM4-80GB", "1g.10gb")]
     assert (mig.allocatable, mig.used, mig.available) == (14, 3, 11)
     assert len(inv.nodes) == 3
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
+def test_int4_needs_a_pre_quantised_checkpoint(engine: str) -> None:
+    """Issue 18: an int4 pool rendered ``vllm serve <base checkpoint> --quantization awq``, which vLLM
+    refuses at start-up. Without a checkpoint the render stops naming ``--checkpoint``; with one the
+    engine loads it and (vLLM, SGLang) serves it under the planned model's name."""
+    a = EngineArgs(model="org/m", layout=Layout(weight_dtype="int4"), max_model_len=1024, max_num_seqs=8)
+    with pytest.raises(UserInputError, match="int4 weights of org/m need a pre-quantised checkpoint") as info:
+        command(engine, a)  # type: ignore[arg-type]
+    assert "--checkpoint" in str(info.value)
+    line = command(engine, replace(a, checkpoint="org/m-AWQ"))  # type: ignore[arg-type]
+    assert "org/m-AWQ" in line and "--quantization" not in line and "--quantize" not in line
+    if engine != "tgi":
+        assert line[line.index("--served-model-name") + 1] == "org/m"
+
+
+def test_tgi_int8_is_quantised_at_start_up() -> None:
+    a = EngineArgs(model="org/m", layout=Layout(weight_dtype="int8"), max_model_len=1024, max_num_seqs=8)
+    line = command("tgi", a)
+    assert line[line.index("--quantize") + 1] == "eetq" and line[line.index("--model-id") + 1] == "org/m"
+    with pytest.raises(UserInputError, match="pre-quantised"):
+        command("vllm", a)

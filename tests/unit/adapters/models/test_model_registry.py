@@ -165,9 +165,15 @@ def test_hub_failures_become_unknown_name(monkeypatch: pytest.MonkeyPatch) -> No
         raise RuntimeError("401 gated repo")
 
     _fake_hub(monkeypatch, failing)
-    with pytest.raises(UnknownNameError, match="gpuplan"):
+    with pytest.raises(UnknownNameError) as info:
         get_model("someone/private-model")
     assert calls == [True, False]  # local cache first, then the Hub
+    assert "huggingface.co" in str(info.value) and "pip install" not in str(info.value)  # it is installed
+
+
+def test_a_bundled_model_answers_to_its_name_without_the_organisation() -> None:
+    assert get_model("llama-3.1-8b").id == "meta-llama/Llama-3.1-8B"
+    assert get_model("Qwen2.5-7B-Instruct").id == "Qwen/Qwen2.5-7B-Instruct"
 
 
 def test_hub_download_is_parsed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

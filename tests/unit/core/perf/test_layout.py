@@ -128,3 +128,23 @@ def test_a_tp_that_does_not_divide_the_heads_suggests_the_node_s_sizes(
     assert err.value.one_line() == (
         "tp=3 does not divide meta-llama/Llama-3.1-8B's 32 attention heads (use tp in [1, 2, 4, 8])"
     )
+
+
+def test_tp_stays_inside_one_server(llama8b: ModelSpec) -> None:
+    """Issue 18: ``predict`` took tp=8 on GH200, whose rented nodes are single superchips
+    (``server_gpus: 1``); PCIe cards with an NVLink pair still take TP over their 8-GPU server."""
+    catalog = default_catalog()
+    gh200, h100_pcie = catalog.get_gpu("GH200"), catalog.get_gpu("H100-PCIe")
+    assert (gh200.interconnect.node_gpus, h100_pcie.interconnect.node_gpus) == (1, 8)
+    with pytest.raises(UserInputError, match="tp=2 spans more than one GH200 node"):
+        check_layout(llama8b, gh200, Layout(tp=2))
+    check_layout(llama8b, gh200, Layout(tp=1, replicas=8))
+    check_layout(llama8b, h100_pcie, Layout(tp=8))
+
+
+def test_bf16_weights_on_a_gpu_without_bf16_name_the_fp16_fix(llama8b: ModelSpec) -> None:
+    t4 = default_catalog().get_gpu("T4")
+    with pytest.raises(UserInputError, match="T4 has none") as info:
+        check_layout(llama8b, t4, Layout(weight_dtype="bf16"))
+    assert "--dtype fp16" in str(info.value)
+    check_layout(llama8b, t4, Layout(weight_dtype="fp16"))

@@ -253,3 +253,14 @@ def test_an_encoder_gets_no_generation_plan() -> None:
     )
     with pytest.raises(UserInputError, match="encoder-only model"):
         recommend_from_scenario(sc, default_catalog())
+
+
+def test_gpus_without_bf16_are_planned_in_fp16() -> None:
+    """Issue 18: T4 plans showed bf16, which T4 has no math for (vLLM refuses it there and loads a
+    bf16 checkpoint as fp16): the search asks for bf16 and plans fp16 of the same size."""
+    offers = resolve.offers(default_catalog(), ["T4", "L4"], basis=AWS)
+    target = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=1)
+    rec = recommend(get_model("meta-llama/Llama-3.1-8B"), offers, target, space=SearchSpace(), cal=CAL)
+    dtypes = {(p.gpu, str(p.layout.weight_dtype)) for p in rec.plans}
+    assert ("T4", "fp16") in dtypes and ("T4", "bf16") not in dtypes
+    assert ("L4", "bf16") in dtypes

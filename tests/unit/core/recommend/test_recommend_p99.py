@@ -14,9 +14,10 @@ from gpuplan.core.errors import UserInputError
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.recommend import confirm, recommend
 from gpuplan.core.recommend.confirm import run_at
-from gpuplan.core.recommend.request import GpuOffer, Recommendation, SearchSpace
+from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation, SearchSpace
 from gpuplan.core.recommend.search import one_replica
 from gpuplan.core.recommend.tail import FINALISTS
+from gpuplan.core.sim.capacity import offline_requests_per_s
 from gpuplan.core.sim.metrics import SimSummary
 from gpuplan.core.sim.tail_model import tail_estimate
 from gpuplan.core.sla import Sla
@@ -113,7 +114,8 @@ def test_each_plan_says_where_its_p99s_come_from(model: ModelSpec) -> None:
         replica = one_replica(model, by_gpu[p.gpu].gpu, p.layout, TARGET, CAL)
         share = 12 / p.layout.replicas
         if p.p99_source == "simulator":
-            summary, why = run_at(replica, TARGET, share, sla)
+            offline = offline_requests_per_s(replica, confirm.spec(TARGET, 1.0))
+            summary, why = confirm.steady_run_at(replica, TARGET, share, sla, offline)
             assert why is None and (p.ttft_p99_ms, p.tpot_p99_ms) == (
                 summary.ttft.p99_ms,
                 summary.tpot.p99_ms,
@@ -149,3 +151,43 @@ def test_replica_search_walks_to_the_fewest_passing_count() -> None:
     assert confirm._fewest_passing(judge_from(1), 2, summary, 2) == (2, summary, False)
     assert confirm._fewest_passing(judge_from(1), 1, summary, 1) == (1, summary, False)
     assert confirm._fewest_passing(judge_from(1), 9, summary, 1) is None
+
+
+def test_a_plan_near_saturation_is_judged_on_a_long_run() -> None:
+    """Llama-3.1-8B fp8 on one MI300X at 20 req/s of 2,048/300 tokens runs at ~1.0 of its analytic
+    offline rate: an 800-request run reads P99 TPOT ~46 ms, a 20,000-request run ~73 ms (the queue's
+    steady state). At a 65 ms limit one replica must not pass; at 100 ms it does, reporting the long run."""
+    model = get_model("meta-llama/Llama-3.1-8B")
+    target = Workload(scenario="rate", input_tokens=2048, output_tokens=300, rate_rps=20)
+    offers = resolve.offers(default_catalog(), ["MI300X"])
+    space = SearchSpace(weight_dtypes=("fp8",), max_gpus=8)
+    replica = one_replica(model, offers[0].gpu, _best(model, offers, target, 100, space).layout, target, CAL)
+    short, _ = run_at(replica, target, 20, Sla(tpot_p99_ms=65))
+    assert (short.tpot.p99_ms or 0) < 65  # what the short run alone would have accepted
+    loose, tight = (_best(model, offers, target, limit, space) for limit in (100, 65))
+    assert loose.layout.replicas == 1 and 65 < (loose.tpot_p99_ms or 0) <= 100
+    assert tight.layout.num_gpus == 2 and (tight.tpot_p99_ms or 0) <= 65
+
+
+def _best(
+    model: ModelSpec, offers: list[GpuOffer], target: Workload, tpot_p99_ms: float, space: SearchSpace
+) -> Plan:
+    sla = Sla(ttft_p99_ms=2000, tpot_p99_ms=tpot_p99_ms)
+    return recommend(model, offers, target, sla=sla, space=space, cal=CAL).plans[0]
+
+
+def test_mean_limits_floor_a_confirmation_at_the_analytic_count(
+    model: ModelSpec, offers: list[GpuOffer]
+) -> None:
+    """With mean limits beside the P99s, the simulator may confirm fewer replicas than the tail model
+    sized, down to the analytic (mean) plan's count, ``mean_floor``, and never below it."""
+    sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80, tpot_ms=500)
+    best = _rec(model, offers, ttft_p99_ms=1500, tpot_p99_ms=80).plans[0]
+    fewest = best.layout.replicas
+    replica = one_replica(model, offers[0].gpu, best.layout, TARGET, CAL)
+    base = confirm.Candidate(best, replica, offers[0])
+    above = confirm.on_tail_model(base, fewest + 1, 12 / (fewest + 1), TARGET, CAL)
+    for floor, expected in ((1, fewest), (fewest + 1, fewest + 1)):
+        cand = confirm.Candidate(above, replica, offers[0], mean_floor=floor)
+        confirmed = confirm.confirm(cand, TARGET, sla, SearchSpace(), CAL)
+        assert isinstance(confirmed, confirm.Candidate) and confirmed.plan.layout.replicas == expected

@@ -95,7 +95,13 @@ def _micro_rows() -> list[ResultRow]:
             gpu="H100-SXM",
             metric="tflops",
             value=1.0,
-            fields={"dtype": "bf16", "batch_size": str(b)},
+            fields={
+                "dtype": "bf16",
+                "batch_size": str(b),
+                "seq_len": "2048",
+                "model": "meta-llama/Llama-3.2-1B",
+                "method": "full",
+            },
         )
         for b in (1, 2, 4)
     ]

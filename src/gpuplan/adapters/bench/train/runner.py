@@ -2,8 +2,8 @@
 
 Per batch size: ``warmup_steps`` untimed steps, then ``steps`` timed ones (synchronised wall time
 per step; median). One step = forward with labels (causal-LM loss) + backward + AdamW step + zero
-grad. Model FLOPs per step: gpuplan's ``training_flops_per_token`` (6N + causal attention) × tokens,
-× 2/3 for LoRA (no weight gradients for the frozen base). Peak memory: ``max_memory_allocated``
+grad. Model FLOPs per step: ``flops.credited_flops_per_token`` (6N + causal attention, × 2/3 for
+LoRA) × tokens. Peak memory: ``max_memory_allocated``
 on CUDA (None on CPU).
 """
 
@@ -19,20 +19,21 @@ import torch
 
 from gpuplan.adapters.bench.gpu.env import conditions, resolve_device
 from gpuplan.adapters.bench.train.config import TrainBenchConfig, TrainResult
+from gpuplan.adapters.bench.train.flops import credited_flops_per_token
 from gpuplan.adapters.bench.train.lora import apply_lora
 from gpuplan.adapters.bench.train.model import build_model, resolve_config
 from gpuplan.adapters.models.hf_config import parse_hf_config
 from gpuplan.adapters.store.measurements import open_measurement_run, store_each
 from gpuplan.core.errors import GpuplanError
-from gpuplan.core.model.arith import training_flops_per_token
 
 RUN_KIND = "bench-train"
-LORA_FLOPS_SHARE = 2.0 / 3.0
 
 
-def _flops_per_token(config: dict[str, Any], model_id: str, seq_len: int) -> float | None:
+def _flops_per_token(config: dict[str, Any], model_id: str, seq_len: int, method: str) -> float | None:
     try:
-        return training_flops_per_token(parse_hf_config(config, model_id=model_id), seq_len=seq_len)
+        return credited_flops_per_token(
+            parse_hf_config(config, model_id=model_id), seq_len=seq_len, method=method
+        )
     except GpuplanError:
         return None
 
@@ -62,9 +63,7 @@ class _Bench:
         self.model.train()
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate)
-        per_token = _flops_per_token(config, cfg.model, cfg.seq_len)
-        share = LORA_FLOPS_SHARE if cfg.method == "lora" else 1.0
-        self.flops_per_token = per_token * share if per_token is not None else None
+        self.flops_per_token = _flops_per_token(config, cfg.model, cfg.seq_len, cfg.method)
 
     def step(self, ids: torch.Tensor) -> float:
         t0 = time.perf_counter()
