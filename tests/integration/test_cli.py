@@ -699,3 +699,12 @@ def test_unknown_dtype_hint_names_a_real_command(user_error: Any, invoke: Invoke
     line = user_error("fit", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--dtype", "fp9")
     if "gpuplan dtypes" in line:
         assert invoke("dtypes").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "flag", [["--seq-len", "2048"], ["--tokens", "1e9"], ["--method", "lora"], ["--global-batch", "8"]]
+)
+def test_recommend_serving_refuses_training_flags(user_error: Any, flag: list[str]) -> None:
+    """Issue 22: ``recommend`` for serving took ``--seq-len``/``--tokens``/``--method`` and ignored them."""
+    line = user_error(*TINY_8B, "--rate", "1", *flag)
+    assert f"{flag[0]} would be ignored by a serving request" in line and "--task train" in line

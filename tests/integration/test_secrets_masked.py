@@ -1,9 +1,12 @@
 """Secrets kept secret: a password in ``--store``/``$GPUPLAN_STORE`` or ``--url`` (and an API key in a
-URL's query) is never printed, and never stored in a run's config or conditions."""
+URL's query), ``--api-key``/``$OPENAI_API_KEY`` and a secret ``--header`` value are never printed, and never
+stored in a run's config or conditions."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,3 +79,51 @@ def test_a_run_stored_before_masking_is_shown_masked(tmp_path: Path, invoke: Inv
     shown = invoke("results", "show", "old1", "--store", store.url, "--format", "json")
     assert shown.exit_code == 0 and SECRET not in shown.output
     assert json.loads(shown.stdout)["config"]["url"] == "http://u:***@h:1"
+
+
+API_KEY = "sk-live-Do-Not-Print-93"
+
+
+@pytest.mark.parametrize("given", ["flag", "env"])
+def test_an_api_key_and_a_secret_header_are_neither_printed_nor_stored(
+    given: str, tmp_path: Path, invoke: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--api-key", API_KEY],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": src},
+    )
+    try:
+        assert mock.stdout is not None
+        url = mock.stdout.readline().split()[-1]
+        key = ["--api-key", API_KEY] if given == "flag" else []
+        if given == "env":
+            monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+        else:
+            monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        db = tmp_path / "r.sqlite"
+        run = invoke(
+            "bench", "serve", "--url", url, "--model", "mock", "--concurrency", "1", "--duration", "0.3",
+            "--input-tokens", "4", "--output-tokens", "4", "--store", f"sqlite:///{db}", "--format", "json",
+            "--header", f"X-Api-Key: hdr-{API_KEY}", "--header", "X-Source: bench", *key,
+        )  # fmt: skip
+        refused = invoke(
+            "bench", "serve", "--url", url, "--model", "mock", "--concurrency", "1", "--duration", "0.3",
+            "--store", f"sqlite:///{db}", "--api-key", API_KEY[:-1],
+        )  # fmt: skip
+    finally:
+        mock.terminate()
+        mock.wait(10)
+    assert run.exit_code == 0, run.output
+    assert refused.exit_code == 1 and "--api-key" in refused.error_line()
+    for shown in (run.output, refused.output):
+        assert API_KEY not in shown and API_KEY[:-1] not in shown
+    [info] = Store(f"sqlite:///{db}").runs()
+    assert info.config["api_key"] is None
+    assert info.config["headers"] == {"X-Api-Key": "***", "X-Source": "bench"}
+    for path in tmp_path.iterdir():
+        assert API_KEY[:-1].encode() not in path.read_bytes(), path
+    shown_run = invoke("results", "show", info.run_id, "--store", f"sqlite:///{db}", "--format", "json")
+    assert shown_run.exit_code == 0 and API_KEY[:-1] not in shown_run.output

@@ -10,6 +10,11 @@ path (``http://h:80/v1/a@b``) is left alone and the URL stays usable (``--resume
 other scheme (a store URL) the password ends at the URL's last ``@``, so one holding an unencoded ``@``,
 ``/`` or ``?`` is still hidden whole: there more is hidden, never less. :func:`redact_json` applies it
 to every string of a JSON document (a stored run config).
+
+HTTP headers: :func:`is_secret_header` tells a credential-carrying header by its name
+(``Authorization``, ``X-API-Key``, ``Cookie``, any name holding ``key``, ``token``, ``secret``,
+``auth`` or ``password``), :func:`redact_headers` masks their values and :func:`mask_secrets`
+replaces given secret strings (an API key) wherever a text holds them (an error body echoing it).
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ SECRET_QUERY_NAMES = frozenset(
     }
 )
 """Query parameters whose value is a credential (lower-case; matched case-insensitively)."""
+
+SECRET_HEADER_PARTS = ("auth", "key", "token", "secret", "password", "cookie", "session", "signature")
+"""A header whose lower-case name contains one of these carries a credential (``Authorization``,
+``Proxy-Authorization``, ``X-API-Key``, ``api-key`` (Azure OpenAI), ``Cookie``, ``X-Auth-Token``)."""
 
 _URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<rest>[^\s'\"<>`]*)")
 _QUERY_PARAM = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&;#\s]+)=(?P<value>[^&;#\s]*)")
@@ -90,3 +99,22 @@ def redact_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_json(v) for v in value]
     return value
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether the header ``name`` carries a credential (:data:`SECRET_HEADER_PARTS`)."""
+    lowered = name.lower()
+    return any(part in lowered for part in SECRET_HEADER_PARTS)
+
+
+def redact_headers(headers: dict[str, str]) -> dict[str, str]:
+    """A copy of ``headers`` with the value of every credential-carrying header replaced by ``***``."""
+    return {name: MASK if is_secret_header(name) else redact(value) for name, value in headers.items()}
+
+
+def mask_secrets(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every occurrence of each non-empty secret replaced by ``***`` (and URLs redacted)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, MASK)
+    return redact(text)

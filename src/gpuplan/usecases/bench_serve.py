@@ -15,13 +15,14 @@ import socket
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan import __version__
 from gpuplan.adapters.bench.load import metrics, runner, search
+from gpuplan.adapters.bench.load.brakes import limit_text
 from gpuplan.adapters.bench.load.config import LoadConfig
-from gpuplan.adapters.bench.load.preflight import check_reachable
+from gpuplan.adapters.bench.load.preflight import check_endpoint
 from gpuplan.adapters.bench.load.summary import BenchSummary, summarise
 from gpuplan.adapters.store.database import RecordWriter, Store
 from gpuplan.adapters.store.records import RequestRecord
@@ -39,6 +40,15 @@ class Hooks:
     record: Callable[[RequestRecord], None] | None = None
 
 
+@dataclass(frozen=True)
+class Access:
+    """The secrets of a run, given again to resume it (they are never stored): the API key and the
+    ``--header`` values."""
+
+    api_key: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
 def conditions(config: LoadConfig) -> dict[str, Any]:
     """What the numbers depend on besides the config: client host and software."""
     return {
@@ -50,25 +60,29 @@ def conditions(config: LoadConfig) -> dict[str, Any]:
         "target": config.url,
         "model": config.model,
         "api": config.api,
+        "api_key_given": config.api_key is not None,
     }
 
 
 def _expected(config: LoadConfig, skip: set[int]) -> int | None:
     if not config.open_loop:
-        return None
+        return None if config.num_prompts is None else sum(i not in skip for i in range(config.num_prompts))
     from gpuplan.adapters.bench.load.workload import build
 
     return sum(i not in skip for i in range(len(build(config).offsets)))
 
 
-def _open(store: Store, config: LoadConfig | None, resume: str | None) -> tuple[str, LoadConfig, set[int]]:
+def _open(
+    store: Store, config: LoadConfig | None, resume: str | None, access: Access
+) -> tuple[str, LoadConfig, set[int]]:
     if resume is not None:
         info = store.run(resume)
         if info.kind != "serve":
             raise UserInputError(f"run {info.run_id} is a {info.kind} run, not a serve run")
+        stored = LoadConfig.from_stored(info.config)
         return (
             info.run_id,
-            LoadConfig.from_stored(info.config),
+            stored.resumed_with(api_key=access.api_key, headers=access.headers),
             {r.index for r in store.records(info.run_id)},
         )
     if config is None:
@@ -84,11 +98,13 @@ def serve(
     resume: str | None = None,
     announce: Callable[[str, str], None] | None = None,
     hooks: Hooks | None = None,
+    access: Access | None = None,
 ) -> BenchSummary:
-    """Run (or resume) a load test; every record is stored as it completes. Returns the summary."""
+    """Run (or resume) a load test; every record is stored as it completes. Returns the summary;
+    ``access``: the secrets given again to resume a run."""
     hooks = hooks or Hooks(announce=announce)
     store = Store(store_url)
-    run_id, config, skip = _open(store, config, resume)
+    run_id, config, skip = _open(store, config, resume, access or Access())
     _begin(store, run_id, config, resume is not None, skip, hooks)
     before = metrics.scrape(config.metrics_url) if config.metrics_url else None
     outcome = _drive(store, run_id, config, skip, hooks)
@@ -104,21 +120,31 @@ def serve(
         len(outcome.records),
         server,
     )
-    store.finish_run(run_id, "completed", summary.model_dump(mode="json"))
-    if summary.requests_completed == 0 and summary.requests_failed > 0:
-        errors = ", ".join(f"{kind} x{count}" for kind, count in sorted(summary.errors.items()))
+    store.finish_run(run_id, "stopped" if outcome.stopped else "completed", summary.model_dump(mode="json"))
+    if outcome.stopped:
         raise BenchmarkError(
-            f"every request failed ({errors}); run {run_id} is stored",
+            f"stopped at --max-errors {limit_text(config)}: {summary.requests_failed} of "
+            f"{summary.requests_sent} requests failed ({_kinds(summary)}); what was measured is stored "
+            f"in run {run_id}",
+            hint=f"gpuplan results show {run_id}",
+        )
+    if summary.requests_completed == 0 and summary.requests_failed > 0:
+        raise BenchmarkError(
+            f"every request failed ({_kinds(summary)}); run {run_id} is stored",
             hint="check --url, --model (the server's model name) and --api",
         )
     return summary
+
+
+def _kinds(summary: BenchSummary) -> str:
+    return ", ".join(f"{kind} x{count}" for kind, count in sorted(summary.errors.items()))
 
 
 def _begin(
     store: Store, run_id: str, config: LoadConfig, resuming: bool, skip: set[int], hooks: Hooks
 ) -> None:
     """Check the target and the files, record the run (or mark the resumed one running), tell the hooks."""
-    check_reachable(config.url)
+    check_endpoint(config)
     from gpuplan.adapters.bench.load.workload import build
 
     build(config)  # reads the trace and prompt files: a bad file fails here, before a run is recorded

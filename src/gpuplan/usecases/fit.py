@@ -60,6 +60,11 @@ def fit(
         ("--context", context_tokens, MAX_POSITIONS),
     ):
         check_whole_number(flag, value, maximum=most)
+    if tp is None and count // max(pp, 1) > MAX_PARALLEL_DEGREE:
+        raise UserInputError(
+            f"--count {count} with no --tp makes tp={count // max(pp, 1)}, more than {MAX_PARALLEL_DEGREE} ranks",
+            hint="pass --tp (e.g. --tp 8): the other GPUs become replicas",
+        )
     if utilization is not None and not 0 < utilization <= 1:
         raise UserInputError(
             f"--utilization must be in (0, 1], got {utilization}", hint="e.g. --utilization 0.9"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplan.core.redact import MASK, redact, redact_json
+from gpuplan.core.redact import MASK, is_secret_header, mask_secrets, redact, redact_headers, redact_json
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,37 @@ def test_an_endpoint_keeps_the_host_urlsplit_reads(url: str) -> None:
     before, after = urlsplit(url), urlsplit(redact(url))
     assert (after.hostname, after.port, after.path) == (before.hostname, before.port, before.path)
     assert before.password is None or before.password not in redact(url).split("@")[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("Authorization", True),
+        ("proxy-authorization", True),
+        ("X-API-Key", True),
+        ("api-key", True),  # Azure OpenAI's header
+        ("Cookie", True),
+        ("X-Auth-Token", True),
+        ("X-Request-Source", False),
+        ("Content-Type", False),
+        ("OpenAI-Organization", False),
+    ],
+)
+def test_secret_headers_are_told_by_their_name(name: str, secret: bool) -> None:
+    assert is_secret_header(name) is secret
+
+
+def test_redact_headers_masks_only_the_secret_values() -> None:
+    headers = {"Authorization": "Bearer sk-1", "X-Source": "bench", "X-Callback": "http://u:pw@h/"}
+    assert redact_headers(headers) == {
+        "Authorization": MASK,
+        "X-Source": "bench",
+        "X-Callback": f"http://u:{MASK}@h/",
+    }
+    assert headers["Authorization"] == "Bearer sk-1"  # a copy
+
+
+def test_mask_secrets_replaces_every_occurrence_and_ignores_empty_ones() -> None:
+    text = "401: key sk-1 refused (sk-1), see http://u:pw@h"
+    assert mask_secrets(text, ("sk-1", "")) == f"401: key {MASK} refused ({MASK}), see http://u:{MASK}@h"
+    assert mask_secrets("nothing", ()) == "nothing"

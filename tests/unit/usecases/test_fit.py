@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
+from gpuplan.core.errors import UserInputError
 from gpuplan.usecases.fit import FitResult, fit
 
 CATALOG = default_catalog()
@@ -55,3 +56,11 @@ def test_a_shorter_context_is_offered_only_when_the_weights_fit() -> None:
 
 def test_a_deployment_that_fits_has_no_hints() -> None:
     assert _fit("meta-llama/Llama-3.1-8B", "H100-SXM", context_tokens=8192).nearest == ()
+
+
+def test_a_large_count_without_tp_names_the_count_and_the_fix() -> None:
+    """Issue 22: ``fit --count 5000`` reported ``--tp: … ≤ 1024``, a flag the user had not typed."""
+    with pytest.raises(UserInputError, match=r"--count 5000 with no --tp makes tp=5000") as info:
+        _fit("meta-llama/Llama-3.1-8B", "L4", count=5000)
+    assert "--tp 8" in str(info.value)
+    assert _fit("meta-llama/Llama-3.1-8B", "L4", count=5000, tp=8, context_tokens=8192).layout.replicas == 625

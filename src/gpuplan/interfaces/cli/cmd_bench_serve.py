@@ -20,7 +20,7 @@ from gpuplan.interfaces.cli.cmd_bench import StoreOpt, announce, bench_app, summ
 if TYPE_CHECKING:  # names for the annotations only: the load tester is imported when a command runs
     from gpuplan.adapters.bench.load.config import LoadConfig
     from gpuplan.core.sla import Sla
-    from gpuplan.usecases.bench_serve import Hooks
+    from gpuplan.usecases.bench_serve import Access, Hooks
 
 RateOpt = Annotated[
     float | None, typer.Option(help="open loop: requests/s (start rate of --max-rate-under-slo)")
@@ -35,7 +35,10 @@ SearchOpt = Annotated[
     ),
 ]
 DurationOpt = Annotated[
-    float | None, typer.Option(help="measured seconds after warm-up (default 30; a trace: its span)")
+    float | None,
+    typer.Option(
+        help="measured seconds after warm-up (default 30; a trace: its span; --num-prompts: unbounded)"
+    ),
 ]
 PromptsOpt = Annotated[Path | None, typer.Option(help='JSONL prompts ({"prompt": ...} per line), in turn')]
 ScrapeOpt = Annotated[bool, typer.Option("--scrape-metrics", help="scrape URL/metrics before/after")]
@@ -52,25 +55,59 @@ SEARCH_LIMIT_FLAGS = {"ttft_p99_ms": "--slo-ttft-p99-ms", "tpot_p99_ms": "--slo-
 """The ``Sla`` limit each flag of the max-rate search sets."""
 
 
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        envvar="OPENAI_API_KEY", show_default=False, help="sent as Authorization: Bearer; never stored"
+    ),
+]
+HeaderOpt = Annotated[
+    list[str] | None, typer.Option("--header", help="extra header 'NAME: VALUE' or NAME=VALUE (repeatable)")
+]
+ExtraBodyOpt = Annotated[str | None, typer.Option(help="JSON object merged into every request body")]
+TemperatureOpt = Annotated[float, typer.Option(help="sampling temperature")]
+TopPOpt = Annotated[float | None, typer.Option(help="nucleus sampling top_p (not sent unless given)")]
+TopKOpt = Annotated[int | None, typer.Option(help="top_k (vLLM, SGLang; not sent unless given)")]
+IgnoreEosOpt = Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos", help="generate max_tokens")]
+MaxErrorsOpt = Annotated[str | None, typer.Option(help="stop after N failed requests, or a share: 5%")]
+NumPromptsOpt = Annotated[int | None, typer.Option(help="count-bounded run: send this many requests")]
+RequestRateOpt = Annotated[str | None, typer.Option(help="vLLM's name of --rate; inf: all at once")]
+MaxConcOpt = Annotated[int | None, typer.Option(help="open loop: most requests in flight")]
+RangeRatioOpt = Annotated[float, typer.Option(help="lengths uniform in L(1-r)..L(1+r), 0 <= r < 1")]
+DatasetOpt = Annotated[str, typer.Option(help="random (synthetic) or sharegpt (--dataset-path)")]
+DatasetPathOpt = Annotated[Path | None, typer.Option(help="ShareGPT-format JSON file")]
+InputOpt = Annotated[
+    int, typer.Option("--input-tokens", "--random-input-len", help="prompt tokens (approx.)")
+]
+OutputOpt = Annotated[
+    int, typer.Option("--output-tokens", "--random-output-len", help="max_tokens per request")
+]
+NO_TIME_BOUND_S = 86_400.0
+"""The duration of a ``--num-prompts`` run without ``--duration``: the config's cap, one day (the count ends it)."""
+
+
 @dataclass(frozen=True)
 class ServeRequest:
     """What ``bench serve`` was asked: the validated load (None when resuming), the run to resume,
-    the rates of a sweep, and the SLO search ``(its P99 limits, most runs)`` when asked."""
+    the rates of a sweep, the SLO search ``(its P99 limits, most runs)`` when asked, and the secrets
+    (key, headers) to resume with."""
 
     config: LoadConfig | None
     resume: str | None
     sweep_rates_rps: list[float]
     slo_search: tuple[Sla, int] | None
+    access: Access
 
 
+# fmt: off
 @bench_app.command("serve")
 @guarded
 def bench_serve(
     url: Annotated[str | None, typer.Option(help="server base, http://host:port")] = None,
     model: Annotated[str | None, typer.Option(help="model name sent in each request")] = None,
-    rate: RateOpt = None,
+    rate: RateOpt = None, request_rate: RequestRateOpt = None,
     concurrency: Annotated[int | None, typer.Option(help="closed loop: requests in flight")] = None,
-    trace: TraceOpt = None,
+    max_concurrency: MaxConcOpt = None, num_prompts: NumPromptsOpt = None, trace: TraceOpt = None,
     rates: Annotated[str | None, typer.Option(help="sweep: one run per rate, e.g. 10,20,40")] = None,
     max_rate_under_slo: SearchOpt = False,
     slo_ttft_p99_ms: Annotated[float | None, typer.Option(help="P99 TTFT limit of the search")] = None,
@@ -80,36 +117,54 @@ def bench_serve(
     burstiness: Annotated[float, typer.Option(help="gamma shape k (1 = Poisson)")] = 1.0,
     duration: DurationOpt = None,
     warmup: Annotated[float, typer.Option(help="seconds of load before measuring")] = 0.0,
-    input_tokens: Annotated[int, typer.Option(help="prompt tokens (approximate, docs/bench.md)")] = 256,
-    output_tokens: Annotated[int, typer.Option(help="max_tokens of each request")] = 128,
-    prompts: PromptsOpt = None,
+    input_tokens: InputOpt = 256, output_tokens: OutputOpt = 128, random_range_ratio: RangeRatioOpt = 0.0,
+    prompts: PromptsOpt = None, dataset_name: DatasetOpt = "random", dataset_path: DatasetPathOpt = None,
     api: Annotated[str, typer.Option(help="completions or chat")] = "completions",
+    api_key: ApiKeyOpt = None, header: HeaderOpt = None, extra_body: ExtraBodyOpt = None,
+    temperature: TemperatureOpt = 0.0, top_p: TopPOpt = None, top_k: TopKOpt = None,
+    ignore_eos: IgnoreEosOpt = True, max_errors: MaxErrorsOpt = None,
     slo_ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit for goodput")] = None,
     slo_tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit for goodput")] = None,
     timeout: Annotated[float, typer.Option(help="per-request timeout, s")] = 60.0,
     workers: Annotated[int, typer.Option(help="client processes sharing the schedule")] = 1,
-    scrape_metrics: ScrapeOpt = False,
-    metrics_url: MetricsUrlOpt = None,
-    seed: Annotated[int, typer.Option()] = 0,
+    scrape_metrics: ScrapeOpt = False, metrics_url: MetricsUrlOpt = None, seed: Annotated[int, typer.Option()] = 0,
     resume: Annotated[str | None, typer.Option(help="RUN_ID of an interrupted run to complete")] = None,
-    store: StoreOpt = None,
-    progress: ProgressOpt = None,
+    store: StoreOpt = None, progress: ProgressOpt = None,
     format: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
     """Load-test an OpenAI-compatible endpoint; every request is stored as it completes."""
+    given = dict(locals())
     shape = fmt(format)
-    load = {
-        "url": url, "model": model, "api": api, "rate_rps": rate, "concurrency": concurrency,
-        "trace_path": str(trace) if trace else None, "prompts_path": str(prompts) if prompts else None,
-        "arrival": arrival, "burstiness": burstiness, "duration_s": duration, "warmup_s": warmup,
-        "input_tokens": input_tokens, "output_tokens": output_tokens, "seed": seed,
-        "request_timeout_s": timeout, "slo_ttft_ms": slo_ttft_ms, "slo_tpot_ms": slo_tpot_ms,
-        "workers": workers, "metrics_url": metrics_url or _default_metrics_url(url, scrape_metrics),
-    }  # fmt: skip
     search = (_search_sla(slo_ttft_p99_ms, slo_tpot_p99_ms), search_steps) if max_rate_under_slo else None
-    request = _request(load, rates, resume, search)
+    request = _request(_load(given), rates, resume, search)
     with _progress(progress if progress is not None else sys.stderr.isatty()) as hooks:
         _run(request, store, hooks, shape)
+# fmt: on
+
+
+def _load(given: dict[str, Any]) -> dict[str, Any]:
+    """The load config's fields from the flags as typed; the compound flags read by
+    :mod:`gpuplan.adapters.bench.load.flags` (a bad one is a one-line error naming it)."""
+    from gpuplan.adapters.bench.load import flags
+
+    rate_rps, all_at_once = flags.request_rate(given["rate"], given["request_rate"])
+    max_count, max_share = flags.max_errors(given["max_errors"])
+    paths = {k: str(given[k]) if given[k] else None for k in ("trace", "prompts", "dataset_path")}
+    return {
+        "url": given["url"], "model": given["model"], "api": given["api"], "rate_rps": rate_rps,
+        "all_at_once": all_at_once, "concurrency": given["concurrency"], "max_concurrency": given["max_concurrency"],
+        "num_prompts": given["num_prompts"], "trace_path": paths["trace"], "prompts_path": paths["prompts"],
+        "dataset": given["dataset_name"], "dataset_path": paths["dataset_path"],
+        "range_ratio": given["random_range_ratio"], "arrival": given["arrival"], "burstiness": given["burstiness"],
+        "duration_s": given["duration"], "warmup_s": given["warmup"], "input_tokens": given["input_tokens"],
+        "output_tokens": given["output_tokens"], "seed": given["seed"], "request_timeout_s": given["timeout"],
+        "slo_ttft_ms": given["slo_ttft_ms"], "slo_tpot_ms": given["slo_tpot_ms"], "workers": given["workers"],
+        "metrics_url": given["metrics_url"] or _default_metrics_url(given["url"], given["scrape_metrics"]),
+        "api_key": given["api_key"], "headers": flags.headers(given["header"]),
+        "extra_body": flags.extra_body(given["extra_body"]), "temperature": given["temperature"],
+        "top_p": given["top_p"], "top_k": given["top_k"], "ignore_eos": given["ignore_eos"],
+        "max_errors": max_count, "max_error_share": max_share,
+    }  # fmt: skip
 
 
 def _default_metrics_url(url: str | None, scrape_metrics: bool) -> str | None:
@@ -137,11 +192,13 @@ def _request(
     slo_search: tuple[Sla, int] | None,
 ) -> ServeRequest:
     """The flags as one request; a sweep or search without --rate starts at its first rate."""
+    from gpuplan.usecases.bench_serve import Access
+
     sweep_rates_rps = _rates_rps(rates)
     if (sweep_rates_rps or slo_search is not None) and resume is None:
         load["rate_rps"] = load["rate_rps"] or (sweep_rates_rps[0] if sweep_rates_rps else None)
     config = None if resume is not None else _load_config(load)
-    return ServeRequest(config, resume, sweep_rates_rps, slo_search)
+    return ServeRequest(config, resume, sweep_rates_rps, slo_search, Access(load["api_key"], load["headers"]))
 
 
 def _rates_rps(text: str | None) -> list[float]:
@@ -160,8 +217,10 @@ def _load_config(load: dict[str, Any]) -> LoadConfig:
     from gpuplan.adapters.bench.load.config import LoadConfig
     from gpuplan.adapters.bench.load.workload import trace_span_s
 
-    if load["duration_s"] is None:
-        load["duration_s"] = trace_span_s(load["trace_path"]) if load["trace_path"] else DEFAULT_DURATION_S
+    if load["duration_s"] is None and load["trace_path"]:
+        load["duration_s"] = trace_span_s(load["trace_path"])
+    elif load["duration_s"] is None:
+        load["duration_s"] = NO_TIME_BOUND_S if load["num_prompts"] else DEFAULT_DURATION_S
     return LoadConfig.model_validate(load)
 
 
@@ -171,7 +230,7 @@ def _run(request: ServeRequest, store: str | None, hooks: Hooks, shape: str) -> 
     elif request.sweep_rates_rps:
         _sweep(request.config, store, hooks, shape, request.sweep_rates_rps)
     else:
-        _single(request.config, store, request.resume, hooks, shape)
+        _single(request.config, store, request.resume, hooks, shape, request.access)
 
 
 @contextmanager
@@ -205,11 +264,11 @@ def _progress(enabled: bool) -> Iterator[Hooks]:
 
 
 def _single(
-    config: LoadConfig | None, store: str | None, resume: str | None, hooks: Hooks, shape: str
+    config: LoadConfig | None, store: str | None, resume: str | None, hooks: Hooks, shape: str, access: Access
 ) -> None:
     from gpuplan.usecases.bench_serve import serve
 
-    summary = serve(config, store, resume, hooks=hooks)
+    summary = serve(config, store, resume, hooks=hooks, access=access)
     if shape == "json":
         render.emit_json(summary)
         return

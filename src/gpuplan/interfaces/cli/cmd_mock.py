@@ -27,27 +27,24 @@ def mock_server(
     slow_rate: Annotated[float, typer.Option(help="share whose first byte is held back")] = 0.0,
     slow_first_byte_ms: Annotated[float, typer.Option(help="hold-back of the slow ones")] = 0.0,
     seed: Annotated[int, typer.Option(help="seed of the fault draw")] = 0,
+    retry_after_s: Annotated[int | None, typer.Option(help="Retry-After (s) of the 429 answers")] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="like vllm serve --api-key: /v1/* needs Authorization: Bearer KEY")
+    ] = None,
+    served_model_name: Annotated[
+        list[str] | None,
+        typer.Option(help="like vllm serve: the model names served (repeatable); others get 404; none: any"),
+    ] = None,
 ) -> None:
     """Serve a mock OpenAI-compatible API (/v1/completions, /v1/chat/completions) with set latencies."""
+    given = dict(locals())  # every flag but the list is a MockConfig field of the same name
     from gpuplan.adapters.bench.mock.config import MockConfig
     from gpuplan.adapters.bench.mock.server import run
 
     if 0 <= port < 65536:  # out-of-range ports are the config's own error below
         check_listen_address(host, port)
-    config = MockConfig(
-        host=host,
-        port=port,
-        ttft_ms=ttft_ms,
-        itl_ms=itl_ms,
-        max_concurrency=max_concurrency,
-        error_500_rate=error_500_rate,
-        error_429_rate=error_429_rate,
-        drop_rate=drop_rate,
-        malformed_rate=malformed_rate,
-        slow_rate=slow_rate,
-        slow_first_byte_ms=slow_first_byte_ms,
-        seed=seed,
-    )
+    served = tuple(given.pop("served_model_name") or ())
+    config = MockConfig.model_validate(given | {"served_model_names": served})
 
     def ready(bound: int) -> None:
         sys.stdout.write(f"mock server listening on http://{host}:{bound}\n")

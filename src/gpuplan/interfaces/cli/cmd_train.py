@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -43,6 +44,7 @@ from gpuplan.usecases.train import (
 
 __all__ = [
     "MethodOpt",
+    "TrainFlags",
     "predict_training_scenario",
     "recommend_training",
     "render_train_plan",
@@ -102,6 +104,16 @@ def train_plan(
     cat = catalog_from(catalog)
     basis = price_basis_of(cat, provider=provider, basis=price_basis)
     render_train_plan(plan_training(req, cat, _training_calibration(calibration), basis=basis), out)
+
+
+@dataclass(frozen=True)
+class TrainFlags:
+    """``recommend --task train|finetune``'s own flags, as given (None: not given)."""
+
+    method: str | None
+    seq_len: int | None
+    tokens: float | None
+    global_batch: int | None
 
 
 def recommend_training(

@@ -21,7 +21,6 @@ from gpuplan.adapters.scenario_files.deployment import (
     scenario_notes,
 )
 from gpuplan.core.errors import InfeasibleError, UserInputError
-from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.interfaces.cli import views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
@@ -35,7 +34,7 @@ from gpuplan.interfaces.cli.app import (
     fmt,
     guarded,
 )
-from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
+from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import note, progress_bar
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
@@ -196,10 +195,14 @@ def recommend(
     budget: Annotated[float | None, typer.Option(help="max $/hour")] = None,
     example: Annotated[bool, typer.Option(help="run the built-in example")] = False,
     task: Annotated[str, typer.Option(help="infer | train | finetune")] = "infer",
-    method: Annotated[str, typer.Option(help="train/finetune: full | lora | qlora")] = "full",
+    method: Annotated[
+        str | None, typer.Option(help="train/finetune: full | lora | qlora [default: full]")
+    ] = None,
     seq_len: Annotated[int | None, typer.Option(help="train/finetune: tokens per sequence")] = None,
     tokens: Annotated[float | None, typer.Option(help="train/finetune: tokens to train on")] = None,
-    global_batch: Annotated[int, typer.Option(help="train/finetune: sequences per step")] = 256,
+    global_batch: Annotated[
+        int | None, typer.Option(help="train/finetune: sequences per step [default: 256]")
+    ] = None,
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
@@ -207,9 +210,7 @@ def recommend(
     price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
 ) -> None:
-    """The cheapest plan that meets the SLA, the runner-ups, and why not the others.
-
-    With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
+    """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
@@ -217,15 +218,34 @@ def recommend(
     )  # fmt: skip
     basis = (provider, price_basis)
     if _task(task) != "infer":
-        why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
-        _refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
-        recommend_training(
-            task=task, method=method, model=model, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-            gpus=gpus, max_gpus=max_gpus, objective=objective, out=fmt(format), catalog=catalog,
-            calibration=calibration, basis=basis,
-        )  # fmt: skip
+        train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+        _recommend_training_task(task, flags, scenario, train, fmt(format), catalog, calibration, basis)
         return
+    _refuse_flags(
+        (" by a serving request (they are --task train|finetune flags)", "drop them, or add --task train"),
+        method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
+    )  # fmt: skip
     _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot, basis)
+
+
+def _recommend_training_task(
+    task: str,
+    flags: ServingFlags,
+    scenario: Path | None,
+    train: TrainFlags,
+    out: str,
+    catalog: CatalogOpt,
+    calibration: Path | None,
+    basis: tuple[str | None, str | None],
+) -> None:
+    """``recommend --task train|finetune``: refuse the serving flags, then rank training plans."""
+    why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
+    _refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
+    recommend_training(
+        task=task, method=train.method or "full", model=flags.model, seq_len=train.seq_len, tokens=train.tokens,
+        gpus=flags.gpus, global_batch=train.global_batch or TRAIN_GLOBAL_BATCH, max_gpus=flags.max_gpus,
+        objective=flags.objective, out=out, catalog=catalog, calibration=calibration, basis=basis,
+    )  # fmt: skip
 
 
 def _task(task: str) -> str:
@@ -293,6 +313,8 @@ def _recommend_serving(
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
 
 
+TRAIN_GLOBAL_BATCH = 256
+"""``recommend --task train``'s sequences per optimizer step when ``--global-batch`` is not given."""
 DOCUMENT_IS_THE_REQUEST = (
     ": a scenario file (or --example) is the whole request",
     "put the values in the file, or drop the file and use flags only",
@@ -366,34 +388,3 @@ RECOMMEND_FLAG_FIELDS = {
     "prices.max_usd_per_hour": "--budget",
 }
 """The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""
-
-
-@app.command()
-@guarded
-def validate(
-    cases: Annotated[Path, typer.Argument(help="a validation CSV (inference, inference_memory, ...)")],
-    grades: Annotated[str, typer.Option(help="quality grades to include")] = "A,B",
-    fit_out: Annotated[
-        Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")
-    ] = None,
-    cross_validate: Annotated[
-        str | None, typer.Option(help="held-out error: refit without each 'gpu' or 'model' in turn")
-    ] = None,
-    catalog: CatalogOpt = None,
-    format: FormatOpt = "table",
-) -> None:
-    """Predict published measurements and report the error by metric and quality grade."""
-    # these load the simulator and scipy: only here
-    from gpuplan.usecases.calibration.crossval import cross_validate_file
-    from gpuplan.usecases.calibration.published_serving import refit_file
-    from gpuplan.usecases.validation import service as validation
-
-    chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
-    cat = catalog_from(catalog)
-    cal = default_calibration()
-    if cross_validate is not None:
-        views.cross_validation(cross_validate_file(cases, cat, grades=chosen, by=cross_validate), fmt(format))
-        return
-    if fit_out is not None:
-        cal = refit_file(cases, cat, grades=chosen, out=fit_out)
-    views.validation(validation.validate(cases, cat, cal, grades=chosen), fmt(format))

@@ -15,6 +15,7 @@ from gpuplan.interfaces.cli.app import Format
 from gpuplan.interfaces.cli.render import console, emit_json, json_or_table, lines, table
 from gpuplan.usecases.fit import FitResult
 from gpuplan.usecases.predict import PredictResult
+from gpuplan.usecases.validation.intervals import IntervalReport
 from gpuplan.usecases.validation.report import ValidationReport
 
 if TYPE_CHECKING:
@@ -247,6 +248,8 @@ def validation(r: ValidationReport) -> None:
         ["metric", "n", "median APE", "MAPE", "p90 APE", "quality"],
         rows,
     )
+    if isinstance(r, IntervalReport):
+        _interval_coverage(r)
     table(
         "By grade",
         ["grade", "n", "median APE", "MAPE", "p90 APE"],
@@ -269,6 +272,24 @@ def validation(r: ValidationReport) -> None:
     if reasons:
         ranked = sorted(reasons, key=lambda reason: reasons[reason], reverse=True)
         table("Skipped", ["reason", "rows"], [(reason, reasons[reason]) for reason in ranked])
+
+
+def _interval_coverage(r: IntervalReport) -> None:
+    """Coverage of the error model's intervals (docs/validate.md, Intervals)."""
+    level = r.summary.interval
+    table(
+        f"{level * 100:g} % intervals (bundled error model): share of measured values inside",
+        ["metric", "rows with interval", "coverage", "median width (high/low - 1)"],
+        [
+            (
+                m,
+                sum(1 for row in r.rows if row.metric == m and row.low is not None),
+                _pct(st.coverage),
+                _pct(st.median_width),
+            )
+            for m, st in r.summary.by_metric.items()
+        ],
+    )
 
 
 def _pct(v: float | None) -> str:

@@ -24,6 +24,10 @@ from typing import Any
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.wire import Exchange, Pool, WireError, clock
 from gpuplan.adapters.store.records import RequestRecord
+from gpuplan.core.redact import mask_secrets
+
+Keep = Callable[[RequestRecord, float | None], None]
+"""Where a finished request goes: its record and the ``Retry-After`` seconds its answer asked for."""
 
 _scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: wants the C class
 """The C scanner behind ``json.loads``, without its wrappers (≈ 2 µs less per event)."""
@@ -90,19 +94,25 @@ class _Stream:
 
 
 def request_body(config: LoadConfig, prompt: str, output_tokens: int | None = None) -> bytes:
+    """The JSON body of one request: model, prompt, ``max_tokens``, streaming with usage, the sampling
+    parameters (``top_p``/``top_k`` only when given), then ``--extra-body`` merged over all of it."""
     body: dict[str, Any] = {
         "model": config.model,
         "max_tokens": output_tokens or config.output_tokens,
         "stream": True,
         "stream_options": {"include_usage": True},
-        "ignore_eos": True,
-        "temperature": 0.0,
+        "ignore_eos": config.ignore_eos,
+        "temperature": config.temperature,
     }
+    if config.top_p is not None:
+        body["top_p"] = config.top_p
+    if config.top_k is not None:
+        body["top_k"] = config.top_k
     if config.api == "chat":
         body["messages"] = [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
-    return json.dumps(body).encode()
+    return json.dumps(body | config.extra_body).encode()
 
 
 def _has_text(choice: dict[str, Any]) -> bool:
@@ -204,17 +214,28 @@ def start(
     origin: float,
     warmup: bool,
     input_tokens: int,
-    keep: Callable[[RequestRecord], None],
+    keep: Keep,
 ) -> None:
     """Send one request (``payload``: the HTTP request bytes) now, driven by callbacks (no task);
-    ``keep`` gets its record when it ends. Never raises for request failures (they become ``error``)."""
+    ``keep`` gets its record and the server's ``Retry-After`` (s, or None) when it ends. Never raises for
+    request failures (they become ``error``)."""
     sent = clock()
     state = _Stream()
 
     def done(ex: Exchange | None, error: BaseException | None) -> None:
-        keep(_safe_finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens))
+        record = _safe_finish(
+            state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens
+        )
+        keep(_masked(record, config), ex.retry_after_s if ex is not None else None)
 
     pool.submit(payload, state.feed, config.request_timeout_s, done)
+
+
+def _masked(record: RequestRecord, config: LoadConfig) -> RequestRecord:
+    """The record with the run's secrets masked in its error detail (a server may echo a header back)."""
+    if record.error_detail is None or not (secrets := config.secrets()):
+        return record
+    return record.model_copy(update={"error_detail": mask_secrets(record.error_detail, secrets)})
 
 
 async def send(
@@ -226,8 +247,8 @@ async def send(
     origin: float,
     warmup: bool,
     input_tokens: int,
-) -> RequestRecord:
-    """:func:`start` as a coroutine returning the record."""
+) -> tuple[RequestRecord, float | None]:
+    """:func:`start` as a coroutine returning the record and the server's ``Retry-After`` (s, or None)."""
     sent = clock()
     state = _Stream()
     ex: Exchange | None = None
@@ -236,7 +257,8 @@ async def send(
         ex = await pool.exchange(payload, state.feed, config.request_timeout_s)
     except Exception as exc:  # every failure is a result, not a crash
         error = exc
-    return _safe_finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens)
+    record = _safe_finish(state, ex, error, index, scheduled_s + origin, sent, origin, warmup, input_tokens)
+    return _masked(record, config), ex.retry_after_s if ex is not None else None
 
 
 def _safe_finish(

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    Field,
+    FieldSerializationInfo,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticKnownError
 
+from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.redact import MASK, redact_headers
 from gpuplan.core.sla import MAX_TPOT_MS, MAX_TTFT_MS, Sla
 
 MAX_RATE_RPS = 100_000.0
@@ -17,8 +27,22 @@ MAX_RATE_RPS = 100_000.0
 (docs/bench.md); a larger number is a typo, and would build a schedule of billions of requests."""
 MAX_CONCURRENCY = 100_000
 """Sanity cap on closed-loop clients (each is a coroutine and a connection)."""
+MAX_NUM_PROMPTS = 10_000_000
+"""The most requests ``--num-prompts`` may ask for (the default bound of ``max_requests``)."""
+MAX_TEMPERATURE = 2.0
+"""OpenAI's range for ``temperature`` is 0 to 2 (https://platform.openai.com/docs/api-reference/completions/create)."""
 Arrival = Literal["poisson", "constant", "gamma"]
 Api = Literal["completions", "chat"]
+Dataset = Literal["random", "sharegpt"]
+REVEAL_SECRETS = "reveal_secrets"
+"""Serialization context key: dump ``api_key`` and secret header values as they are. Only the hand-over of
+a config to a worker process uses it; every other dump (the store, JSON output) leaves the key out and
+masks the secret headers, so a secret is never stored or printed."""
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+"""An HTTP field name: a ``token`` of RFC 9110 section 5.1 (https://www.rfc-editor.org/rfc/rfc9110#section-5.1)."""
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|[^\x00-\xff]")
+"""Characters an HTTP field value may not hold (RFC 9110 section 5.5: CR and LF would inject headers), and
+any beyond Latin-1, which HTTP/1.1 cannot carry as they are."""
 STORED_RUN = "stored_run"
 """Validation context key of a config read back from the store (:meth:`LoadConfig.from_stored`)."""
 GOODPUT_CAPS_MS = {"slo_ttft_ms": MAX_TTFT_MS, "slo_tpot_ms": MAX_TPOT_MS}
@@ -51,6 +75,29 @@ class LoadConfig(FrozenModel):
     prompts_path: str | None = Field(default=None, description="JSONL prompts, used in turn")
     workers: int = Field(default=1, ge=1, le=64, description="client processes sharing the schedule")
     metrics_url: str | None = Field(default=None, description="Prometheus /metrics scraped before and after")
+    api_key: str | None = Field(
+        default=None, repr=False, description="sent as Authorization: Bearer; never stored or printed"
+    )
+    headers: dict[str, str] = Field(default_factory=dict, repr=False, description="extra request headers")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="merged into every request body")
+    temperature: float = Field(default=0.0, ge=0, le=MAX_TEMPERATURE, allow_inf_nan=False)
+    top_p: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    top_k: int | None = Field(default=None, ge=-1, description="vLLM: -1 (or 0) disables top-k")
+    ignore_eos: bool = True
+    max_errors: int | None = Field(default=None, ge=1, description="stop after this many failed requests")
+    max_error_share: float | None = Field(
+        default=None, gt=0, le=1, description="stop once this share of finished requests failed"
+    )
+    num_prompts: int | None = Field(default=None, ge=1, le=MAX_NUM_PROMPTS, description="count-bounded run")
+    all_at_once: bool = Field(default=False, description="--request-rate inf: every request at time 0")
+    max_concurrency: int | None = Field(
+        default=None, ge=1, le=MAX_CONCURRENCY, description="open loop: most requests in flight"
+    )
+    range_ratio: float = Field(default=0.0, ge=0, lt=1, description="lengths uniform in L(1 ± r)")
+    dataset: Dataset = "random"
+    dataset_path: str | None = Field(
+        default=None, description="ShareGPT-format JSON (--dataset-name sharegpt)"
+    )
 
     @classmethod
     def from_stored(cls, data: Any) -> LoadConfig:
@@ -67,11 +114,18 @@ class LoadConfig(FrozenModel):
             raise PydanticKnownError("less_than_equal", {"le": cap_ms})
         return limit_ms
 
+    @field_serializer("api_key")
+    def _key_left_out(self, key: str | None, info: FieldSerializationInfo) -> str | None:
+        return key if (info.context or {}).get(REVEAL_SECRETS) else None
+
+    @field_serializer("headers")
+    def _headers_masked(self, headers: dict[str, str], info: FieldSerializationInfo) -> dict[str, str]:
+        return dict(headers) if (info.context or {}).get(REVEAL_SECRETS) else redact_headers(headers)
+
     @model_validator(mode="after")
-    def _one_load_profile(self) -> LoadConfig:
-        profiles = (self.rate_rps, self.concurrency, self.trace_path)
-        if sum(p is not None for p in profiles) != 1:
-            raise ValueError("give exactly one of --rate, --concurrency or --trace")
+    def _consistent(self) -> LoadConfig:
+        self._check_profile()
+        self._check_headers()
         for flag, url in (("--url", self.url), ("--metrics-url", self.metrics_url)):
             if url is None:
                 continue
@@ -82,6 +136,68 @@ class LoadConfig(FrozenModel):
             except httpx.InvalidURL as exc:
                 raise ValueError(f"{flag} {url!r} is not a valid URL ({exc})") from None
         return self
+
+    def _check_profile(self) -> None:
+        profiles = (self.rate_rps, self.concurrency, self.trace_path, self.all_at_once or None)
+        if sum(p is not None for p in profiles) != 1:
+            raise ValueError("give exactly one of --rate (--request-rate), --concurrency or --trace")
+        if self.all_at_once and self.num_prompts is None:
+            raise ValueError("--request-rate inf needs --num-prompts (how many requests to send at once)")
+        if self.all_at_once and self.warmup_s > 0:
+            raise ValueError("--warmup cannot be used with --request-rate inf (every request is sent at 0 s)")
+        if self.max_concurrency is not None and not self.open_loop:
+            raise ValueError(
+                "--max-concurrency caps an open loop (--rate or --request-rate inf); "
+                "a closed loop is --concurrency alone"
+            )
+        if (self.dataset == "sharegpt") != (self.dataset_path is not None):
+            raise ValueError("--dataset-name sharegpt needs --dataset-path FILE.json (and only it takes one)")
+        if self.dataset_path is not None and self.prompts_path is not None:
+            raise ValueError("give --prompts or --dataset-path, not both")
+        if self.range_ratio > 0 and (self.dataset != "random" or self.prompts_path or self.trace_path):
+            raise ValueError(
+                "--random-range-ratio varies synthetic prompts only (not --prompts, a trace or sharegpt)"
+            )
+
+    def _check_headers(self) -> None:
+        """Header names and values (and the key) that are valid on the wire; a message never shows a value."""
+        for name, value in self.headers.items():
+            if not _TOKEN.match(name):
+                raise ValueError(f"--header name {name[:40]!r} is not a valid HTTP header name")
+            if _BAD_VALUE.search(value):
+                raise ValueError(f"--header {name}: its value holds a control or non-Latin-1 character")
+        if self.api_key is not None and (not self.api_key or _BAD_VALUE.search(self.api_key)):
+            raise ValueError(
+                "--api-key (or OPENAI_API_KEY) is empty or holds a control or non-Latin-1 character"
+            )
+
+    def resumed_with(self, *, api_key: str | None, headers: dict[str, str]) -> LoadConfig:
+        """A stored config with the secrets given again to resume it: the key (never stored) and the
+        ``--header`` values (a secret one is stored masked); a masked header not given again is refused."""
+        merged = self.headers | headers
+        masked = [name for name, value in merged.items() if value == MASK]
+        if masked:
+            raise UserInputError(
+                f"the run was started with the secret header {masked[0]}, stored masked",
+                hint=f"give it again to resume: --header '{masked[0]}: VALUE'",
+            )
+        data = self.model_dump(context={REVEAL_SECRETS: True}) | {
+            "api_key": api_key or self.api_key,
+            "headers": merged,
+        }
+        return LoadConfig.from_stored(data)
+
+    def http_headers(self) -> dict[str, str]:
+        """Every header the requests carry besides the framing ones: ``Authorization: Bearer`` (the key), then
+        ``--header`` values (which win, as the user wrote them last)."""
+        auth = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return auth | dict(self.headers)
+
+    def secrets(self) -> tuple[str, ...]:
+        """The secret strings of this config (the key, secret header values), to mask in messages."""
+        masked = redact_headers(self.http_headers())
+        values = [v for k, v in self.http_headers().items() if v and masked[k] != v]
+        return (*values, self.api_key) if self.api_key else tuple(values)
 
     @property
     def goodput_sla(self) -> Sla:
@@ -98,9 +214,12 @@ class LoadConfig(FrozenModel):
 
     @property
     def mode(self) -> str:
-        return (
-            "trace" if self.trace_path is not None else "rate" if self.rate_rps is not None else "concurrency"
-        )
+        """``rate``, ``concurrency``, ``trace`` or ``burst`` (``--request-rate inf``)."""
+        if self.trace_path is not None:
+            return "trace"
+        if self.all_at_once:
+            return "burst"
+        return "rate" if self.rate_rps is not None else "concurrency"
 
     @property
     def path(self) -> str:

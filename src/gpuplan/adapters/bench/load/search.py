@@ -55,7 +55,11 @@ class SloSearch(BaseModel):
 def sweep(config: LoadConfig, rates_rps: Sequence[float], run: Runner) -> list[BenchSummary]:
     """One open-loop run per rate, in the order given."""
     return [
-        run(config.model_copy(update={"rate_rps": float(r), "concurrency": None, "trace_path": None}))
+        run(
+            config.model_copy(
+                update={"rate_rps": float(r), "concurrency": None, "trace_path": None, "all_at_once": False}
+            )
+        )
         for r in rates_rps
     ]
 

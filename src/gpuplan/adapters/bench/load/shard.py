@@ -15,7 +15,7 @@ import time
 from multiprocessing.synchronize import Event
 from typing import Any
 
-from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.config import REVEAL_SECRETS, LoadConfig
 from gpuplan.adapters.bench.load.loops import Outcome, Sink, drive, first_origin, new_loop
 from gpuplan.adapters.bench.load.workload import Plan, build
 from gpuplan.adapters.store.records import RequestRecord
@@ -48,7 +48,7 @@ def _worker(
                     origin.value,
                 )
             )
-        out.put(("end", shard, (outcome.loop_lag_ms, time.process_time() - cpu)))
+        out.put(("end", shard, (outcome.loop_lag_ms, time.process_time() - cpu, outcome.stopped)))
     except BaseException as exc:  # reported to the parent, which fails the run
         out.put(("error", shard, f"{type(exc).__name__}: {exc}"))
 
@@ -90,6 +90,7 @@ def _collect(config: LoadConfig, out: Any, procs: list[Any], sink: Sink, outcome
         elif kind == "end":
             outcome.loop_lag_ms += data[0]
             outcome.cpu_s += data[1]
+            outcome.stopped = outcome.stopped or data[2]
             ended += 1
         elif kind == "error":
             raise BenchmarkError(f"client worker {shard} failed: {data}")
@@ -102,12 +103,13 @@ def run_sharded(config: LoadConfig, plan: Plan, sink: Sink, skip: set[int]) -> O
     start = ctx.Event()
     origin = ctx.Value("d", 0.0)
     parts = config.workers
+    reveal = {REVEAL_SECRETS: True}  # the key and headers go to the workers over a pipe, never to disk
     procs = [
         ctx.Process(
             target=_worker,
             name=f"gpuplan-load-{k}",
             daemon=True,
-            args=(config.model_dump_json(), k, parts, sorted(skip), start, origin, out),
+            args=(config.model_dump_json(context=reveal), k, parts, sorted(skip), start, origin, out),
         )
         for k in range(parts)
     ]

@@ -109,6 +109,17 @@ def _client(
     )
 
 
+def _window_s(config: LoadConfig, send_span_s: float, done_span_s: float) -> float:
+    """The measurement window: the duration (stretched by late sends); a count-bounded run
+    (``--num-prompts``) at a rate: its schedule's span, else from the start to the last completion."""
+    if config.num_prompts is None:
+        return max(config.duration_s, send_span_s)
+    if config.rate_rps is not None:
+        scheduled_s = min(config.duration_s, config.num_prompts / config.rate_rps)
+        return max(scheduled_s, send_span_s, 1e-9)
+    return max(done_span_s, send_span_s, 1e-9)
+
+
 def summarise(
     run_id: str,
     config: LoadConfig,
@@ -127,7 +138,7 @@ def summarise(
     start = config.warmup_s
     send_span = max((r.sent_s for r in measured), default=start) - start
     done_span = max((r.done_s for r in ok), default=start) - start
-    window = max(config.duration_s, send_span)
+    window = _window_s(config, send_span, done_span)
     out_tokens = sum(r.output_tokens for r in ok)
     sla = config.goodput_sla
     lags = [r.send_lag_ms for r in measured] if config.open_loop else []

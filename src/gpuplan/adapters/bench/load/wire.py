@@ -18,12 +18,15 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from gpuplan.adapters.bench.load.http1 import (
+    BodySink,
     ConnectFailed,
     Dropped,
+    Exchange,
     ProtocolViolation,
     RequestTimeout,
     WireError,
     parse_head,
+    retry_after_s,
     whole_chunk,
 )
 
@@ -43,7 +46,6 @@ __all__ = [
     "parse_head",
 ]
 
-BodySink = Callable[[bytes, float], None]
 OnDone = Callable[["Exchange | None", "BaseException | None"], None]
 clock = time.monotonic
 """Timestamps of sends and arrivals (the same clock as asyncio's default loop, shared across processes)."""
@@ -51,28 +53,6 @@ clock = time.monotonic
 MAX_HEAD_BYTES = 64 * 1024
 ERROR_BODY_BYTES = 2048
 _HEAD, _SIZE, _DATA, _TRAILER, _LENGTH, _EOF, _IDLE = range(7)
-
-
-class Exchange:
-    """One request/response on a connection: status, error body, completion time; ``on_done(self, error)``
-    is called exactly once, from the protocol, when the response is complete or failed."""
-
-    __slots__ = ("done_at", "error_body", "finished", "keep_alive", "on_done", "received", "sink", "status")
-
-    def __init__(self, sink: BodySink, on_done: Callable[[Exchange, BaseException | None], None]) -> None:
-        self.sink = sink
-        self.on_done = on_done
-        self.status = 0
-        self.error_body = b""
-        self.received = False
-        self.keep_alive = True
-        self.finished = False
-        self.done_at = 0.0
-
-    def finish(self, error: BaseException | None) -> None:
-        if not self.finished:
-            self.finished = True
-            self.on_done(self, error)
 
 
 class _Conn(asyncio.Protocol):
@@ -212,6 +192,7 @@ class _Conn(asyncio.Protocol):
             if cut < 0:
                 return -1
             self._start_body(ex, now, *parse_head(data[pos:cut]))
+            ex.retry_after_s = retry_after_s(data[pos:cut], ex.status)
             return cut + 4
         cut = data.find(b"\r\n", pos)
         if cut < 0:
@@ -261,7 +242,7 @@ class _Conn(asyncio.Protocol):
 class Pool:
     """Keep-alive connections to one origin (``http://host:port``), LIFO free list, unbounded."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{url!r} is not an http:// or https:// URL")
@@ -271,12 +252,14 @@ class Pool:
         self.authority = parts.netloc.rsplit("@", 1)[-1]
         self.free: list[_Conn] = []
         self.live: set[_Conn] = set()
+        self.extra_head = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        """Headers every request carries (``Authorization``, ``--header``), already validated for the wire."""
 
     def request_bytes(self, path: str, body: bytes, content_type: str = "application/json") -> bytes:
-        """A POST with ``body``, ready for the wire."""
+        """A POST with ``body`` and the pool's headers, ready for the wire."""
         head = (
             f"POST {path} HTTP/1.1\r\nHost: {self.authority}\r\nContent-Type: {content_type}\r\n"
-            f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+            f"Accept: text/event-stream\r\n{self.extra_head}Content-Length: {len(body)}\r\n\r\n"
         )
         return head.encode("latin-1") + body
 

@@ -9,12 +9,24 @@
 - ``prompts_path``: JSON lines, each a string or an object with ``prompt`` (and optionally
   ``output_tokens``/``max_tokens``); request ``i`` uses line ``i mod n``. Its token count is estimated
   (one word = one token) unless the server reports ``usage``.
+- ``range_ratio`` r > 0 (``--random-range-ratio``, synthetic prompts only): request ``i``'s input and
+  output lengths are drawn independently and uniformly from the whole numbers in
+  ``[floor(L·(1 − r)), ceil(L·(1 + r))]`` (at least 1), as ``vllm bench serve``'s random dataset does
+  (vllm/benchmarks/datasets.py, ``RandomDataset``), seeded by ``seed`` and ``i``.
+- ``dataset = "sharegpt"`` (``--dataset-name sharegpt --dataset-path FILE.json``): a JSON list of
+  ``{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]}``; each
+  entry with two non-empty turns gives a prompt (the first turn) with ``max_tokens`` = the second turn's
+  length in words, so prompts keep their real lengths; entries are shuffled with ``seed`` and request
+  ``i`` uses entry ``i mod n``.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.schedule import offsets_s
@@ -45,7 +57,20 @@ class Plan:
             prompt = self.prompts[index % len(self.prompts)]
             return prompt.text, estimate_tokens(prompt.text), prompt.output_tokens or out
         tokens = self.input_tokens[index] if self.input_tokens is not None else config.input_tokens
+        if config.range_ratio > 0 and self.input_tokens is None:
+            tokens, out = drawn_lengths(config, index)
         return synthetic_prompt(max(tokens, 1), config.seed * 1_000_003 + index), max(tokens, 1), out
+
+
+def drawn_lengths(config: LoadConfig, index: int) -> tuple[int, int]:
+    """Request ``index``'s (input, output) tokens under ``--random-range-ratio`` (see the module doc)."""
+    rng = random.Random(f"lengths:{config.seed}:{index}")
+    ratio = config.range_ratio
+    drawn = []
+    for length in (config.input_tokens, config.output_tokens):
+        low = max(math.floor(length * (1 - ratio)), 1)
+        drawn.append(rng.randint(low, max(math.ceil(length * (1 + ratio)), low)))
+    return drawn[0], drawn[1]
 
 
 def _read(path: str, what: str) -> str:
@@ -103,11 +128,44 @@ def load_prompts(path: str) -> list[Prompt]:
     return prompts
 
 
+def _turn(entry: Any, turn: int) -> str:
+    conversations = entry.get("conversations") if isinstance(entry, dict) else None
+    if not isinstance(conversations, list) or len(conversations) <= turn:
+        return ""
+    item = conversations[turn]
+    value = item.get("value") if isinstance(item, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def load_sharegpt(path: str, seed: int) -> list[Prompt]:
+    """The prompts of a ShareGPT-format JSON file with their real output lengths (see the module doc)."""
+    try:
+        data = jsontext.loads(_read(path, "ShareGPT dataset"))
+    except ValueError as exc:
+        raise FileFormatError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise FileFormatError(f"{path}: expected a JSON list of conversations, got a {type(data).__name__}")
+    prompts = [
+        Prompt(first, estimate_tokens(second))
+        for entry in data
+        if (first := _turn(entry, 0)).strip() and estimate_tokens(second := _turn(entry, 1)) > 0
+    ]
+    if not prompts:
+        raise FileFormatError(
+            f"{path}: no conversation with two non-empty turns",
+            hint='ShareGPT format: [{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}]',
+        )
+    random.Random(seed).shuffle(prompts)
+    return prompts
+
+
 def build(config: LoadConfig) -> Plan:
     """The plan of ``config`` (reads the trace and prompt files it names)."""
     prompts = load_prompts(config.prompts_path) if config.prompts_path else None
+    if config.dataset_path is not None:
+        prompts = load_sharegpt(config.dataset_path, config.seed)
     if config.trace_path is None:
-        return Plan(offsets_s(config) if config.rate_rps is not None else [], prompts=prompts)
+        return Plan(offsets_s(config) if config.open_loop else [], prompts=prompts)
     arrivals, inputs, outputs = load_trace(config.trace_path)
     window = config.warmup_s + config.duration_s
     count = min(sum(t < window for t in arrivals), config.max_requests)

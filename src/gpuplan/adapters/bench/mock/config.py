@@ -14,6 +14,11 @@ class MockConfig(FiniteModel):
     an HTTP 500 or 429 answer, a connection dropped after half of the tokens, a malformed SSE event
     in the middle of the stream, or headers held back by ``slow_first_byte_ms`` (the client's timeout
     decides whether that is a slow request or a timeout).
+
+    Like ``vllm serve``: with ``api_key`` every ``/v1/*`` path needs ``Authorization: Bearer KEY`` (else
+    401 ``{"error": "Unauthorized"}``, as vLLM's ``--api-key`` middleware answers); with
+    ``served_model_names`` a request for another model gets vLLM's 404 (``The model `x` does not
+    exist.``) and ``/v1/models`` lists those names (without any, every name is served and ``mock`` listed).
     """
 
     host: str = "127.0.0.1"
@@ -29,6 +34,13 @@ class MockConfig(FiniteModel):
     slow_rate: float = Field(default=0.0, ge=0, le=1)
     slow_first_byte_ms: float = Field(default=0.0, ge=0)
     seed: int = 0
+    retry_after_s: int | None = Field(default=None, ge=0, description="Retry-After of the 429 faults")
+    api_key: str | None = Field(
+        default=None, exclude=True, repr=False, description="like vllm serve --api-key: /v1/* needs it"
+    )
+    served_model_names: tuple[str, ...] = Field(
+        default=(), description="like vllm serve --served-model-name: others get 404; none: any name"
+    )
 
     @model_validator(mode="after")
     def _faults_sum_to_at_most_one(self) -> MockConfig:

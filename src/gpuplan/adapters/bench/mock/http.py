@@ -70,16 +70,18 @@ def parse(buffer: bytearray) -> Request | None:
 REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     429: "Too Many Requests",
     500: "Internal Server Error",
 }
 
 
-def response(status: int, payload: dict[str, Any], *, keep_alive: bool = True) -> bytes:
+def response(status: int, payload: dict[str, Any], *, keep_alive: bool = True, extra: str = "") -> bytes:
+    """A JSON answer; ``extra``: more header lines, each ending in CRLF (``retry-after: 2\\r\\n``)."""
     body = json.dumps(payload).encode()
     head = (
-        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\ncontent-type: application/json\r\n"
+        f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\ncontent-type: application/json\r\n{extra}"
         f"content-length: {len(body)}\r\nconnection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
     )
     return head.encode() + body

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import random
 import time
 from collections import deque
@@ -159,7 +160,21 @@ class _Connection(asyncio.Protocol):
                 self.transport.abort()
         self.closed = True
 
+    def refused(self, request: http.Request) -> bool:
+        """Answer 401 when the mock has a key and a ``/v1`` request does not carry it (as vLLM does)."""
+        key = self.server.config.api_key
+        if key is None or not request.path.startswith("/v1"):
+            return False
+        given = request.headers.get("authorization", "")
+        if hmac.compare_digest(given.encode("latin-1"), f"Bearer {key}".encode("latin-1")):
+            return False
+        self.write(http.response(401, {"error": "Unauthorized"}, keep_alive=request.keep_alive))
+        self.done(request.keep_alive)
+        return True
+
     def handle(self, request: http.Request) -> None:
+        if self.refused(request):
+            return None
         if request.method == "GET" and request.path in ("/health", "/v1/models", "/mock/stats"):
             self.write(http.response(200, self._info(request.path), keep_alive=request.keep_alive))
             return self.done(request.keep_alive)
@@ -190,16 +205,35 @@ class _Connection(asyncio.Protocol):
         if path == "/mock/stats":
             return self.server.stats.snapshot() | {"config": self.server.config.model_dump()}
         if path == "/v1/models":
-            return {"object": "list", "data": [{"id": "mock", "object": "model", "owned_by": "gpuplan"}]}
+            names = self.server.config.served_model_names or ("mock",)
+            return {
+                "object": "list",
+                "data": [{"id": n, "object": "model", "owned_by": "gpuplan"} for n in names],
+            }
         return {"status": "ok"}
 
     def start_generation(self, api: str, body: dict[str, Any], keep_alive: bool) -> None:
         server = self.server
+        served = server.config.served_model_names
+        if served and body.get("model") not in served:
+            message = f"The model `{body.get('model')}` does not exist."
+            error = {
+                "object": "error",
+                "message": message,
+                "type": "NotFoundError",
+                "param": None,
+                "code": 404,
+            }
+            self.write(http.response(404, error, keep_alive=keep_alive))
+            return self.done(keep_alive)
         server.stats.requests += 1
         fault = server.draw_fault()
         if fault in ("500", "429"):
             status = int(fault or 0)
-            self.write(http.response(status, {"error": {"message": f"mock fault {status}", "code": status}}))
+            wait = server.config.retry_after_s
+            extra = f"retry-after: {wait}\r\n" if status == 429 and wait is not None else ""
+            payload = {"error": {"message": f"mock fault {status}", "code": status}}
+            self.write(http.response(status, payload, extra=extra))
             return self.done(keep_alive)
         self.busy = True
         self.stream = _Stream(self, api, body, fault, keep_alive)

@@ -1,0 +1,85 @@
+"""The text of ``bench serve``'s compound flags, read into config values: ``--header K:V``, ``--extra-body
+JSON``, ``--max-errors 50|5%`` and ``--request-rate R|inf``. Each bad value is a one-line
+:class:`UserInputError` naming the flag, and never quoting a header's value (it may be a credential)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpuplan.core import jsontext
+from gpuplan.core.errors import UserInputError
+
+
+def headers(items: list[str] | None) -> dict[str, str]:
+    """``--header 'NAME: VALUE'`` (curl's form) or ``NAME=VALUE`` (``vllm bench serve``'s), repeatable, as
+    a dict; a later NAME wins. A name cannot hold ``:`` or ``=`` (RFC 9110 tokens), so the first of the
+    two ends it and the value may hold either."""
+    out: dict[str, str] = {}
+    for number, item in enumerate(items or (), start=1):
+        cuts = [i for i in (item.find(":"), item.find("=")) if i >= 0]
+        name = item[: min(cuts)].strip() if cuts else ""
+        if not name:
+            raise UserInputError(
+                f"--header number {number} is not NAME:VALUE or NAME=VALUE",
+                hint="e.g. --header 'X-Request-Source: bench'",
+            )
+        out[name] = item[min(cuts) + 1 :].strip()
+    return out
+
+
+def extra_body(text: str | None) -> dict[str, Any]:
+    """``--extra-body '{"min_tokens": 8}'``: a JSON object merged into every request body."""
+    if text is None:
+        return {}
+    try:
+        value = jsontext.loads(text)
+    except ValueError as exc:
+        raise UserInputError(
+            f"--extra-body is not JSON ({exc})", hint="e.g. --extra-body '{\"seed\": 1}'"
+        ) from None
+    if not isinstance(value, dict):
+        raise UserInputError(f"--extra-body must be a JSON object, got a {type(value).__name__}")
+    return value
+
+
+def max_errors(text: str | None) -> tuple[int | None, float | None]:
+    """``--max-errors 50`` (a count) or ``5%`` (a share of the finished requests) as (count, share)."""
+    if text is None:
+        return None, None
+    raw = text.strip()
+    try:
+        if raw.endswith("%"):
+            share = float(raw[:-1]) / 100.0
+            if not 0.0 < share <= 1.0 or not math.isfinite(share):
+                raise ValueError
+            return None, share
+        count = int(raw)
+        if count < 1:
+            raise ValueError
+        return count, None
+    except ValueError:
+        raise UserInputError(
+            f"--max-errors {text!r} must be a whole number >= 1 or a share in (0%, 100%]",
+            hint="e.g. --max-errors 50 or --max-errors 5%",
+        ) from None
+
+
+def request_rate(rate: float | None, request_rate_text: str | None) -> tuple[float | None, bool]:
+    """``--rate R`` or vLLM's ``--request-rate R|inf`` as (rate_rps, all at once)."""
+    if request_rate_text is None:
+        return rate, False
+    if rate is not None:
+        raise UserInputError("give --rate or --request-rate, not both (--request-rate is its vLLM name)")
+    raw = request_rate_text.strip().lower()
+    if raw in ("inf", "infinity"):
+        return None, True
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise UserInputError(
+            f"--request-rate {request_rate_text!r} must be a number > 0 or inf", hint="e.g. --request-rate 20"
+        )
+    return value, False

@@ -1,0 +1,45 @@
+"""The bundled error model loads without ../shared and is the file the builder writes."""
+
+from __future__ import annotations
+
+from gpuplan.core.calibration.error_model import interval
+from gpuplan.data import read_bundled_text
+from gpuplan.data.error_model import ERROR_MODEL_FILE, default_error_model, error_model_data
+from gpuplan.usecases.calibration.error_model_build import HOW, dump
+
+FAMILIES = {"throughput", "ttft", "tpot", "itl", "inference memory", "training speed", "training memory"}
+
+
+def test_bundled_file_loads_and_names_how_it_was_built() -> None:
+    data = error_model_data()
+    assert set(data.provenance.inputs) == set(HOW)
+    assert "error_model_build" in data.provenance.command
+    for name, recorded in data.provenance.inputs.items():
+        assert recorded.residuals == sum(r.source == name for r in data.residuals) > 0
+        assert recorded.residuals <= recorded.rows
+        assert len(recorded.sha256) == 64
+
+
+def test_every_metric_family_has_a_group() -> None:
+    model = default_error_model()
+    assert set(model.groups) >= FAMILIES
+    for family in FAMILIES:
+        assert model.groups[family].n >= 5
+
+
+def test_bundled_text_is_exactly_what_the_builder_writes() -> None:
+    assert dump(error_model_data()) == read_bundled_text(*ERROR_MODEL_FILE)
+
+
+def test_intervals_of_every_family_contain_most_of_their_own_rows() -> None:
+    data = error_model_data()
+    model = default_error_model()
+    for family in FAMILIES:
+        rows = [r for r in data.residuals if r.path[0] == family]
+        inside = 0
+        for r in rows:
+            ends = interval(model=model, path=r.path, predicted=1.0, level=0.99)
+            assert ends is not None
+            inside += ends[0] <= 2.718281828459045**r.log_ratio <= ends[1]
+        # in-sample 99 % intervals (each group shrunk towards its parent) hold at least 90 % of the rows
+        assert inside >= 0.9 * len(rows), family
