@@ -478,6 +478,7 @@ def test_docs_work_offline(client: TestClient) -> None:
 def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: Invoke) -> None:
     doc = {**RECOMMEND, "sla": {"ttft_p99_ms": 1500, "tpot_p99_ms": 80}, "hardware": {"gpus": ["L4"]}}
     doc["workload"] = {"input_tokens": 512, "output_tokens": 128, "rate_rps": 8}
+    doc["prices"] = {"provider": "AWS"}  # the GPU clouds of the default basis do not rent the L4
     web = client.post("/api/recommend", json=doc)
     assert web.status_code == 200, web.text
     flags = [
@@ -496,6 +497,8 @@ def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: In
         "80",
         "--gpus",
         "L4",
+        "--provider",
+        "AWS",
         "--format",
         "json",
     ]

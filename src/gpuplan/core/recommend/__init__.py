@@ -8,6 +8,7 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.pricing import PriceBasis
 from gpuplan.core.recommend.explain import assumptions, explain
 from gpuplan.core.recommend.request import (
     GpuOffer,
@@ -39,12 +40,14 @@ def recommend(
     cal: Calibration,
     ownership: OwnershipAssumptions | None = None,
     progress: Progress | None = None,
+    price_basis: PriceBasis | None = None,
 ) -> Recommendation:
     """Search, rank and explain for a ``rate`` or ``concurrency`` target; InfeasibleError (exit 2) with the
-    nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only)."""
+    nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only).
+    Offers without a quote on ``price_basis`` are not ranked (:func:`_quoted`)."""
     target = _serving(target)
-    sla = sla or Sla()
-    space = space or SearchSpace()
+    sla, space = sla or Sla(), space or SearchSpace()
+    all_offers, offers, no_quote = _quoted(offers)
     plans, misses, shown_as = _sized(model, offers, target, sla, space, cal, progress, objective)
     budget = space.max_usd_per_hour
     over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
@@ -55,12 +58,12 @@ def recommend(
     shown = _shown(ranked, best_per_gpu)
     winners = {p.gpu for p in ranked}
     rejected = _rejections(misses, over, winners, budget)
-    rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown)
+    rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown) + no_quote
     if not ranked:
         nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
         reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]
         raise InfeasibleError(
-            f"no plan for {model.id} meets the request on {len(offers)} GPU types",
+            f"no plan for {model.id} meets the request on {len(all_offers)} GPU types",
             nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
             hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
         )
@@ -68,13 +71,24 @@ def recommend(
         model=model.id,
         workload=target,
         objective=objective,
+        price_basis=price_basis,
         plans=[shown_as(p) for p in shown],
         rejected=rejected,
         explanation=explain(
-            model, best_per_gpu, rejected, offers, target, sla, ownership or OwnershipAssumptions()
+            model, best_per_gpu, rejected, all_offers, target, sla, ownership or OwnershipAssumptions()
         ),
-        assumptions=assumptions(space, sla, offers),
+        assumptions=assumptions(space, sla, offers, price_basis),
     )
+
+
+def _quoted(offers: Sequence[GpuOffer]) -> tuple[Sequence[GpuOffer], list[GpuOffer], list[Rejection]]:
+    """All offers, those with a price on the basis, and a ``price`` rejection for each of the others: an
+    offer with ``price_missing`` (no quote on the answer's price basis) is not searched, so that every
+    ranked plan is priced on the same basis."""
+    missing = [
+        Rejection(gpu=o.gpu.id, kind="price", reason=o.price_missing) for o in offers if o.price_missing
+    ]
+    return offers, [o for o in offers if not o.price_missing], missing
 
 
 def _sized(

@@ -34,6 +34,16 @@ CalibrationOpt = Annotated[
     Path | None, typer.Option("--calibration", help="calibration profile YAML (from gpuplan calibrate -o)")
 ]
 CatalogOpt = Annotated[list[Path] | None, typer.Option("--catalog", help="extra catalog YAML (GPUs, prices)")]
+ProviderOpt = Annotated[
+    str | None, typer.Option("--provider", help="price every GPU from this provider's quotes only (e.g. AWS)")
+]
+PriceBasisOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--price-basis",
+        help="market-median (default: fixed providers, named in the output), hyperscaler, specialist or marketplace",
+    ),
+]
 F = TypeVar("F", bound=Callable[..., Any])
 
 

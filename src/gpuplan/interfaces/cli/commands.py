@@ -21,24 +21,26 @@ from gpuplan.adapters.scenario_files.deployment import (
     scenario_notes,
 )
 from gpuplan.core.errors import InfeasibleError, UserInputError
-from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.interfaces.cli import views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
     CatalogOpt,
     Format,
     FormatOpt,
+    PriceBasisOpt,
+    ProviderOpt,
     app,
     catalog_from,
     fmt,
     guarded,
 )
-from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
+from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import note, progress_bar
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
+from gpuplan.usecases.pricing import scenario_price_basis
 from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
 from gpuplan.usecases.resolve import scenario_from_mapping
 
@@ -204,35 +206,53 @@ def recommend(
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
+    provider: ProviderOpt = None,
+    price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
 ) -> None:
-    """The cheapest plan that meets the SLA, the runner-ups, and why not the others.
-
-    With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
-    if task in ("train", "finetune"):
-        _refuse_flags(
-            (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS), input_tokens=input_tokens,
-            output_tokens=output_tokens, rate=rate, concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-            ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget, scenario=scenario,
-        )  # fmt: skip
-        recommend_training(
-            task=task, method=method or "full", model=model, seq_len=seq_len, tokens=tokens, gpus=gpus,
-            global_batch=global_batch or TRAIN_GLOBAL_BATCH, max_gpus=max_gpus, objective=objective, out=fmt(format),
-            catalog=catalog, calibration=calibration,
-        )  # fmt: skip
-        return
-    if task != "infer":
-        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
-    _refuse_flags(
-        (" by a serving request (they are --task train|finetune flags)", "drop them, or add --task train"),
-        method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-    )  # fmt: skip
+    """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
         max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
     )  # fmt: skip
-    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot)
+    basis = (provider, price_basis)
+    if _task(task) != "infer":
+        train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+        _recommend_training_task(task, flags, scenario, train, fmt(format), catalog, calibration, basis)
+        return
+    _refuse_flags(
+        (" by a serving request (they are --task train|finetune flags)", "drop them, or add --task train"),
+        method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
+    )  # fmt: skip
+    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot, basis)
+
+
+def _recommend_training_task(
+    task: str,
+    flags: ServingFlags,
+    scenario: Path | None,
+    train: TrainFlags,
+    out: str,
+    catalog: CatalogOpt,
+    calibration: Path | None,
+    basis: tuple[str | None, str | None],
+) -> None:
+    """``recommend --task train|finetune``: refuse the serving flags, then rank training plans."""
+    why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
+    _refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
+    recommend_training(
+        task=task, method=train.method or "full", model=flags.model, seq_len=train.seq_len, tokens=train.tokens,
+        gpus=flags.gpus, global_batch=train.global_batch or TRAIN_GLOBAL_BATCH, max_gpus=flags.max_gpus,
+        objective=flags.objective, out=out, catalog=catalog, calibration=calibration, basis=basis,
+    )  # fmt: skip
+
+
+def _task(task: str) -> str:
+    """``--task`` checked: infer, train or finetune."""
+    if task not in ("infer", "train", "finetune"):
+        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
+    return task
 
 
 @dataclass(frozen=True)
@@ -273,14 +293,21 @@ def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags)
 
 
 def _recommend_serving(
-    sc: ScenarioFile, calibration: Path | None, catalog: CatalogOpt, format: str, plot: Path | None
+    sc: ScenarioFile,
+    calibration: Path | None,
+    catalog: CatalogOpt,
+    format: str,
+    plot: Path | None,
+    basis: tuple[str | None, str | None],
 ) -> None:
-    """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked."""
+    """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked.
+    ``basis`` is (``--provider``, ``--price-basis``)."""
     cat = catalog_from(catalog)
+    chosen = scenario_price_basis(sc, cat, provider=basis[0], basis=basis[1])
     cal = load_calibration(calibration) if calibration else None
     simulated = sc.sla.has_percentiles
     with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
-        rec = recommend_from_scenario(sc, cat, cal, progress=progress)
+        rec = recommend_from_scenario(sc, cat, cal, progress=progress, basis=chosen)
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
@@ -292,6 +319,8 @@ DOCUMENT_IS_THE_REQUEST = (
     ": a scenario file (or --example) is the whole request",
     "put the values in the file, or drop the file and use flags only",
 )
+_SERVING = "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget"
+SERVING_ONLY = tuple(_SERVING.split())  # the flags a training request refuses, in order
 TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
 
 
@@ -359,47 +388,3 @@ RECOMMEND_FLAG_FIELDS = {
     "prices.max_usd_per_hour": "--budget",
 }
 """The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""
-
-
-@app.command()
-@guarded
-def validate(
-    cases: Annotated[Path, typer.Argument(help="a validation CSV (inference, inference_memory, ...)")],
-    grades: Annotated[str, typer.Option(help="quality grades to include")] = "A,B",
-    fit_out: Annotated[
-        Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")
-    ] = None,
-    cross_validate: Annotated[
-        str | None, typer.Option(help="held-out error: refit without each 'gpu' or 'model' in turn")
-    ] = None,
-    intervals: Annotated[
-        bool, typer.Option("--intervals", help="give each row the error model's interval and report coverage")
-    ] = False,
-    interval: Annotated[
-        float | None, typer.Option(help="interval level, 0.5..0.99 (default 0.8; implies --intervals)")
-    ] = None,
-    catalog: CatalogOpt = None,
-    format: FormatOpt = "table",
-) -> None:
-    """Predict published measurements and report the error by metric and quality grade."""
-    # these load the simulator and scipy: only here
-    from gpuplan.usecases.calibration.crossval import cross_validate_file
-    from gpuplan.usecases.calibration.published_serving import refit_file
-    from gpuplan.usecases.validation import service as validation
-    from gpuplan.usecases.validation.intervals import DEFAULT_INTERVAL
-
-    chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
-    cat = catalog_from(catalog)
-    cal = default_calibration()
-    level = interval if interval is not None else DEFAULT_INTERVAL if intervals else None
-    if cross_validate is not None:
-        if level is not None:
-            raise UserInputError(
-                "--intervals does not combine with --cross-validate",
-                hint="the error model's held-out coverage is in docs/validate.md (Intervals)",
-            )
-        views.cross_validation(cross_validate_file(cases, cat, grades=chosen, by=cross_validate), fmt(format))
-        return
-    if fit_out is not None:
-        cal = refit_file(cases, cat, grades=chosen, out=fit_out)
-    views.validation(validation.validate(cases, cat, cal, grades=chosen, interval=level), fmt(format))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import ModelSummary
 from gpuplan.core.dtypes import DTYPES
+from gpuplan.core.pricing import PriceBasis, PriceQuote, quote_label
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
@@ -53,6 +54,28 @@ def gpus(catalog: Catalog, f: Format) -> None:
         ["id", "family", "mem GB", "TB/s", "bf16", "fp8", "fp4", "scale-up link", "TDP W", "$/GPU-h"],
         rows,
     )
+
+
+def quote_lines(
+    basis: PriceBasis | None, quotes: Sequence[PriceQuote | None], gpus: Sequence[str]
+) -> list[str]:
+    """The price basis in words, then each GPU's quote once: provider, kind, $/GPU-h, date, link."""
+    out = [f"Basis {basis.key}: {basis.label}."] if basis else []
+    seen: set[str] = set()
+    for gpu, q in zip(gpus, quotes, strict=True):
+        if q is None or gpu in seen:
+            continue
+        seen.add(gpu)
+        if q.origin == "user override":
+            out.append(f"{gpu}: your ${q.usd_per_gpu_hour:.2f}/GPU-h ({q.kind.replace('_', '-')}).")
+            continue
+        stale = f" STALE (older than {basis.stale_after_days} days)" if q.stale and basis else ""
+        mine = " from your catalog" if q.origin == "user catalog" else ""
+        out.append(
+            f"{gpu}: {q.provider} {q.kind.replace('_', '-')} ${q.usd_per_gpu_hour:.2f}/GPU-h{mine}, as of {q.as_of}"
+            f"{stale}, {q.source_url}"
+        )
+    return out
 
 
 def dtypes(f: Format) -> None:
@@ -151,10 +174,11 @@ def predict(r: PredictResult) -> None:
             ("requests/s", p.requests_per_s),
             ("running per replica", p.running_per_replica),
             ("decode bound", p.bound),
-            ("$/hour", r.usd_per_hour),
+            ("$/hour", r.usd_per_hour if r.price_quote else "no quote on the basis"),
             ("$/1M output tokens", r.usd_per_million_output_tokens),
         ],
     )
+    lines(quote_lines(r.price_basis, [r.price_quote], [r.gpu]), title="Quotes")
 
 
 P99_FROM = {"simulator": "sim", "tail model": "model"}
@@ -180,6 +204,7 @@ def recommendation(r: Recommendation) -> None:
             "$/month",
             "$/1M out",
             "GiB/GPU",
+            "quote",
         ],
         [
             (
@@ -199,9 +224,13 @@ def recommendation(r: Recommendation) -> None:
                 p.usd_per_month,
                 p.usd_per_million_output_tokens,
                 p.memory_per_gpu_gib,
+                quote_label(p.price_quote) if p.price_quote else "-",
             )
             for p in r.plans
         ],
+    )
+    lines(
+        quote_lines(r.price_basis, [p.price_quote for p in r.plans], [p.gpu for p in r.plans]), title="Quotes"
     )
     lines(r.explanation, title="Why")
     lines(r.assumptions, title="Assumptions")

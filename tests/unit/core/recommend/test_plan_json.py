@@ -46,8 +46,22 @@ EARLIER_PLAN: dict[str, Any] = {
     "p99_capacity_rps_per_replica": None,
 }
 """One plan as ``recommend --format json`` wrote it before plans held a Layout (every key, in order)."""
-WRITTEN_PLAN: dict[str, Any] = {**EARLIER_PLAN, "p99_source": None}
-"""The same plan as written now: ``p99_source`` (where P99s came from) was added last."""
+WRITTEN_PLAN: dict[str, Any] = {
+    **{
+        k: v
+        for k, v in EARLIER_PLAN.items()
+        if k in list(EARLIER_PLAN)[: list(EARLIER_PLAN).index("calibrated")]
+    },
+    "price_quote": None,
+    **{
+        k: v
+        for k, v in EARLIER_PLAN.items()
+        if k in list(EARLIER_PLAN)[list(EARLIER_PLAN).index("calibrated") :]
+    },
+    "p99_source": None,
+}
+"""The same plan as written now: ``price_quote`` (the quote it is priced from, null in a plan built
+without one) after ``price_source``, and ``p99_source`` (where P99s came from) last."""
 
 
 def _plan(layout: Layout) -> Plan:
