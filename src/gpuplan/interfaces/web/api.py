@@ -27,6 +27,7 @@ from gpuplan.interfaces.plots import training as plots_training
 from gpuplan.interfaces.web import isolated
 from gpuplan.interfaces.web.errors import FieldError
 from gpuplan.interfaces.web.schemas import (
+    ApiError,
     FitRequest,
     RecommendPlots,
     SearchBound,
@@ -59,7 +60,17 @@ TIME_LIMIT_S = 30.0
 BOUND_HEADER = "X-Gpuplan-Search-Bound"
 T = TypeVar("T")
 
-router = APIRouter(prefix="/api")
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ApiError, "description": "bad input: a value out of range, a malformed config_json"},
+    404: {"model": ApiError, "description": "an unknown model, GPU or dtype id (with did-you-mean)"},
+    405: {"model": ApiError, "description": "the method is not allowed on this path"},
+    413: {"model": ApiError, "description": "the body is over the size limit"},
+    422: {"model": ApiError, "description": "schema mismatch, nothing feasible, or past the time limit"},
+    500: {"model": ApiError, "description": "bad bundled or catalog data (exit code 3)"},
+}
+"""Every status the API answers besides 200, each with the error body (``ApiError``), for the OpenAPI schema."""
+
+router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
 
 
 def catalog_dep(request: Request) -> Catalog:
