@@ -510,7 +510,7 @@ def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: In
 P99_DOC = {
     **RECOMMEND,
     "sla": {"ttft_p99_ms": 1500, "tpot_p99_ms": 80},
-    "hardware": {"gpus": ["L4"]},
+    "hardware": {"gpus": ["L40S"]},  # rented on the default price basis (the L4 is not)
     "workload": {"input_tokens": 512, "output_tokens": 128, "rate_rps": 8},
 }
 

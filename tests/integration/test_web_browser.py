@@ -295,7 +295,8 @@ def test_api_docs_render_from_local_assets(server: str, browser: Any) -> None:
 
 def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
     _open(browser, server)
-    _fill(browser, {**FORM, "gpus": "L4", "input_tokens": "512", "output_tokens": "128", "load": "8"})
+    # the L40S: rented on the default price basis (the L4 is not), and the page has no provider field
+    _fill(browser, {**FORM, "gpus": "L40S", "input_tokens": "512", "output_tokens": "128", "load": "8"})
     Select(browser.find_element(By.ID, "sla_stat")).select_by_value("p99")
 
     def header(d: Any) -> list[str]:
