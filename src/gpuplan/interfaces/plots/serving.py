@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the answers drawn; names for the annotations only
 
 CostAxis = Literal["usd_per_month", "usd_per_million_output_tokens", "usd_per_hour"]
 LatencyAxis = Literal["ttft_ms", "tpot_ms"]
+PlanLatency = Literal["ttft_ms", "tpot_ms", "ttft_p99_ms", "tpot_p99_ms"]
+"""The plan field a cost-vs-latency chart draws: a mean (a LatencyAxis) or its P99."""
 PLOT_HINT = "pip install 'gpuplan[plot]'"
 PNG_HINT = (
     "PNG export uses kaleido and a local Chromium or Chrome: pip install kaleido, apt-get install chromium"
@@ -45,6 +47,8 @@ AXIS_TITLES = {
     "usd_per_million_output_tokens": "$ per 1M output tokens",
     "ttft_ms": "mean TTFT at the target load, ms",
     "tpot_ms": "mean TPOT at the target load, ms",
+    "ttft_p99_ms": "P99 TTFT at the target load, ms",
+    "tpot_p99_ms": "P99 TPOT at the target load, ms",
 }
 MEMORY_PARTS = (
     ("weights", "weights"),
@@ -126,7 +130,7 @@ def scatter_with_front(
     return traces
 
 
-def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> list[Any]:
+def pareto_traces(rec: Recommendation, cost: CostAxis, latency: PlanLatency) -> list[Any]:
     """One scatter trace per GPU type (one point per plan) and the cost-latency front."""
     by_gpu: dict[str, list[Point]] = {}
     for rank, p in enumerate(rec.plans, start=1):
@@ -138,9 +142,9 @@ def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> 
 
 
 def pareto_figure(
-    rec: Recommendation, cost: CostAxis = "usd_per_month", latency: LatencyAxis = "ttft_ms"
+    rec: Recommendation, cost: CostAxis = "usd_per_month", latency: PlanLatency = "ttft_ms"
 ) -> Any:
-    """Cost vs latency, one point per ranked plan, coloured by GPU."""
+    """Cost vs latency (a mean or a P99, named on the axis), one point per ranked plan, coloured by GPU."""
     go, _ = plotly_modules()
     fig = go.Figure(pareto_traces(rec, cost, latency))
     fig.update_layout(
