@@ -11,7 +11,7 @@ A train-plan search has the same bounds (``max_gpus``, duplicate GPU ids, time) 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
@@ -58,7 +58,6 @@ WEB_MAX_GPUS = 256
 TIME_LIMIT_S = 30.0
 """Compute time one API request may take; past it the answer is 422 with the limit."""
 BOUND_HEADER = "X-Gpuplan-Search-Bound"
-P99_FIELDS: dict[plots.LatencyAxis, plots.PlanLatency] = {"ttft_ms": "ttft_p99_ms", "tpot_ms": "tpot_p99_ms"}
 """The P99 field of each mean latency a plan has (Plan.ttft_p99_ms, Plan.tpot_p99_ms)."""
 T = TypeVar("T")
 
@@ -226,12 +225,6 @@ async def simulate(body: SimulateScenario, catalog: CatalogDep) -> SimulateRespo
     return SimulateResponse(summary=outcome.summary, capacity=outcome.capacity)
 
 
-def latency_statistic(rec: Recommendation) -> Literal["mean", "p99"]:
-    """The latency statistic the page's table and cost-vs-latency chart both show: the one the plans were
-    sized on (P99 when any plan was sized on simulated P99s, else the steady-state mean)."""
-    return "p99" if any(p.sized_on == "p99" for p in rec.plans) else "mean"
-
-
 @router.post("/plots/recommend", response_model=RecommendPlots, summary="recommend with the page's charts")
 async def recommend_plots(
     body: WebScenario,
@@ -244,8 +237,8 @@ async def recommend_plots(
     spec = model_spec(sc.model, sc.config_json)
     scaling = await bounded_call(lambda: throughput_scaling(sc, catalog, rec, spec=spec))
     order = [p.gpu for p in rec.plans]
-    statistic = latency_statistic(rec)
-    field = P99_FIELDS[latency_axis] if statistic == "p99" else latency_axis
+    statistic = plots.latency_statistic(rec)
+    field = plots.plotted_latency(rec, latency_axis)
     figures = {
         "pareto": plots.figure_json(plots.pareto_figure(rec, cost_axis, field)),
         "memory": plots.figure_json(plots.memory_figure(rec.plans)),
