@@ -1,0 +1,390 @@
+"""``gpuplan results report RUN…``: stored ``bench serve`` runs side by side, with the predicted curve
+of the same deployment from the simulator (the prove loop: measured vs predicted in one picture).
+
+Runs that differ only in their load form one *curve*: same served model, API, lengths, target and
+deployment, and the same kind of load (an open-loop rate or a closed-loop concurrency). Each curve is
+plotted against its load: the achieved rate (req/s) of rate runs, the concurrency of closed loops.
+Trace replays and ``--request-rate inf`` bursts have no load axis: they appear in the tables and CDFs.
+
+The deployment behind the endpoint (GPU, model, tp, engine, weight dtype) comes from the run's
+``conditions.deployment`` / ``config.deployment`` (as ``gpuplan calibrate --from-store`` reads it),
+overridden by the flags given to the report; where neither names a GPU the report says so and how
+to add it. The prediction simulates the deployment (``usecases/simulate.py``) at each measured load
+and at loads between them, Poisson arrivals for rate runs and a closed loop for concurrency runs,
+with the run's fixed input and output lengths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.models.registry import get_model
+from gpuplan.adapters.scenario_files.simulate import SimulateScenario
+from gpuplan.adapters.store.database import RunInfo, Store
+from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.dtypes import get_dtype
+from gpuplan.core.errors import GpuplanError, UserInputError
+from gpuplan.core.perf.engine_profiles import get_engine
+from gpuplan.core.sim.metrics import SimSummary
+from gpuplan.usecases.simulate import simulate_scenario
+
+LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+"""The latencies plotted against load (the stored summary's keys)."""
+STATS = ("p50", "p99")
+SIM_FIELDS = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "itl", "e2e_ms": "e2e"}
+"""Each stored latency and the ``SimSummary`` distribution that predicts it."""
+CDF_POINTS = 400
+"""Quantiles kept per run for its CDF: a 100,000-request run would otherwise put every request in the page."""
+GRID_POINTS = 6
+"""Loads the predicted curve is simulated at, evenly spread over the measured ones (which it also includes)."""
+RATE_REQUESTS = 600
+"""Requests simulated per rate point: ~0.02 s of CPU each (docs/simulator.md: 10,000 take 0.24–0.33 s)."""
+REQUESTS_PER_CLIENT = 30
+"""A closed loop runs ~30 requests per client to reach its steady state (``usecases/simulate.py``)."""
+MAX_SIM_REQUESTS = 20_000
+DEPLOYMENT_KEYS = ("gpu", "model", "tp", "engine", "weight_dtype")
+HOW_TO_ADD = (
+    "pass the deployment behind the endpoint to the report: "
+    "--gpu GPU --model HF_ID [--tp N --engine vllm --weight-dtype bf16]"
+)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The server's hardware and model as the simulator reads them."""
+
+    gpu: str
+    model: str
+    tp: int = 1
+    engine: str = "vllm"
+    weight_dtype: str = "bf16"
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} on {self.tp}x {self.gpu} ({self.engine}, {self.weight_dtype})"
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """The simulated deployment at one load: ``latency_ms[metric][stat]``, throughput."""
+
+    load: float
+    latency_ms: dict[str, dict[str, float | None]]
+    output_tokens_per_s: float
+    requests_per_s: float
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One stored run as the report shows it: its load, its CDF quantiles, its deployment if known
+    and the prediction at its own load."""
+
+    run: RunInfo
+    mode: str
+    load: float | None
+    ttft_cdf_ms: tuple[float, ...]
+    tpot_cdf_ms: tuple[float, ...]
+    deployment: Deployment | None
+    curve: str
+    predicted: Predicted | None = None
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return self.run.summary or {}
+
+    def measured(self, key: str, stat: str | None = None) -> float | None:
+        """A value of the stored summary (``ttft_ms``/``p99``, ``output_tokens_per_s``)."""
+        value = self.summary.get(key)
+        if stat is not None:
+            value = value.get(stat) if isinstance(value, dict) else None
+        return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Runs that differ only in load, and the deployment's predicted curve over their loads."""
+
+    label: str
+    mode: str
+    runs: tuple[RunView, ...]
+    deployment: Deployment | None
+    predicted: tuple[Predicted, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the report shows; ``notes``: what is missing and how to add it."""
+
+    runs: tuple[RunView, ...]
+    curves: tuple[Curve, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The load axes present (``rate``, ``concurrency``), in that order."""
+        return tuple(m for m in ("rate", "concurrency") if any(c.mode == m for c in self.curves))
+
+
+def deployment_flags(
+    *, gpu: str | None, model: str | None, tp: int | None, engine: str | None, weight_dtype: str | None
+) -> dict[str, Any]:
+    """The report's deployment flags as a mapping of the ones given."""
+    given = {"gpu": gpu, "model": model, "tp": tp, "engine": engine, "weight_dtype": weight_dtype}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _deployment(run: RunInfo, flags: Mapping[str, Any]) -> dict[str, Any]:
+    recorded = dict(run.conditions.get("deployment") or {}) | dict(run.config.get("deployment") or {})
+    dep = {k: v for k, v in recorded.items() if k in DEPLOYMENT_KEYS and v not in (None, "")} | dict(flags)
+    if dep.get("gpu") and not dep.get("model"):
+        dep["model"] = run.config.get("model")  # the served name: often the Hugging Face id (vLLM's default)
+    return dep
+
+
+def _mode_and_load(run: RunInfo) -> tuple[str, float | None]:
+    summary, config = run.summary or {}, run.config
+    mode = str(summary.get("mode") or ("concurrency" if config.get("concurrency") else "rate"))
+    if mode == "rate":
+        achieved = summary.get("achieved_rate")
+        return mode, float(achieved) if isinstance(achieved, int | float) else None
+    if mode == "concurrency":
+        return mode, float(config["concurrency"])
+    return mode, None
+
+
+def _cdf(values: Sequence[float]) -> tuple[float, ...]:
+    """Sorted values, or ``CDF_POINTS`` evenly spaced quantiles of them when there are more."""
+    if len(values) <= CDF_POINTS:
+        return tuple(sorted(values))
+    return tuple(float(v) for v in np.quantile(np.asarray(values), np.linspace(0, 1, CDF_POINTS)))
+
+
+def _load_runs(store: Store, run_ids: Sequence[str]) -> tuple[list[RunInfo], list[str]]:
+    """The distinct runs named (a bad id: one line naming ``gpuplan results list``), and notes on the
+    unfinished ones left out."""
+    if not run_ids:
+        raise UserInputError("give one or more run ids", hint="see them with gpuplan results list")
+    runs: dict[str, RunInfo] = {}
+    notes: list[str] = []
+    for rid in run_ids:
+        info = store.run(rid)
+        if info.kind != "serve":
+            raise UserInputError(
+                f"run {rid!r} is a {info.kind} run; results report compares bench serve runs",
+                hint="see the serve runs with gpuplan results list",
+            )
+        if info.summary is None:
+            notes.append(f"run {info.run_id[:12]} ({info.status}) has no summary yet and is left out")
+            continue
+        runs.setdefault(info.run_id, info)
+    if not runs:
+        raise UserInputError("none of the runs named has finished", hint="see gpuplan results list")
+    return list(runs.values()), notes
+
+
+def _curve_label(run: RunInfo, mode: str, dep: Mapping[str, Any]) -> str:
+    cfg = run.config
+    where = f"{dep['gpu']} tp{dep.get('tp', 1)}" if dep.get("gpu") else "deployment not recorded"
+    return f"{cfg.get('model')} {cfg.get('input_tokens')}->{cfg.get('output_tokens')} tokens, {mode}, {where}"
+
+
+def _view(store: Store, run: RunInfo, dep: Mapping[str, Any], known: Deployment | None) -> RunView:
+    mode, load = _mode_and_load(run)
+    latest = {r.index: r for r in sorted(store.records(run.run_id), key=lambda r: r.done_s)}
+    ok = [r for r in latest.values() if r.ok and not r.warmup]
+    return RunView(
+        run=run,
+        mode=mode,
+        load=load,
+        ttft_cdf_ms=_cdf([r.ttft_ms for r in ok if r.ttft_ms is not None]),
+        tpot_cdf_ms=_cdf([r.tpot_ms for r in ok if r.tpot_ms is not None]),
+        deployment=known,
+        curve=_curve_label(run, mode, dep),
+    )
+
+
+def _known(dep: Mapping[str, Any]) -> Deployment | None:
+    if not dep.get("gpu") or not dep.get("model"):
+        return None
+    return Deployment(**{k: dep[k] for k in DEPLOYMENT_KEYS if k in dep})
+
+
+def _grid(loads: Sequence[float], integer: bool) -> list[float]:
+    """The measured loads and ``GRID_POINTS`` between their least and greatest (±50 % around one)."""
+    low, high = min(loads), max(loads)
+    if high <= low:
+        low, high = low * 0.5, high * 1.5
+    points = {*loads, *np.linspace(low, high, GRID_POINTS).tolist()}
+    if integer:
+        points = {float(max(1, round(p))) for p in points}
+    return sorted(p for p in points if p > 0)
+
+
+def _scenario(dep: Deployment, run: RunInfo, mode: str, load: float) -> SimulateScenario:
+    cfg = run.config
+    workload: dict[str, Any] = {
+        "scenario": mode,
+        "input_tokens": max(int(cfg.get("input_tokens") or 1), 1),
+        "output_tokens": max(int(cfg.get("output_tokens") or 1), 1),
+    }
+    if mode == "rate":
+        workload["rate_rps"] = load
+        requests = RATE_REQUESTS
+    else:
+        workload["concurrency"] = int(load)
+        requests = min(max(RATE_REQUESTS, REQUESTS_PER_CLIENT * int(load)), MAX_SIM_REQUESTS)
+    return SimulateScenario.model_validate(
+        {
+            "model": dep.model,
+            "hardware": {"gpu": dep.gpu, "count": dep.tp},
+            "parallelism": {"tp": dep.tp},
+            "precision": {"weights": dep.weight_dtype},
+            "engine": dep.engine,
+            "workload": workload,
+            "arrival": {"num_requests": requests, "seed": int(cfg.get("seed") or 0)},
+        }
+    )
+
+
+def _predicted(summary: SimSummary, load: float) -> Predicted:
+    latency: dict[str, dict[str, float | None]] = {}
+    for key, name in SIM_FIELDS.items():
+        d = getattr(summary, name)
+        latency[key] = {"mean": d.mean_ms, "p50": d.p50_ms, "p90": d.p90_ms, "p99": d.p99_ms}
+    return Predicted(
+        load=load,
+        latency_ms=latency,
+        output_tokens_per_s=summary.output_tokens_per_s,
+        requests_per_s=summary.requests_per_s,
+    )
+
+
+def _predict_curve(curve: Curve, catalog: Catalog, cal: Calibration | None) -> tuple[Curve, str | None]:
+    """The curve with its prediction over its loads, or unchanged and the reason it has none."""
+    dep = curve.deployment
+    loads = [v.load for v in curve.runs if v.load is not None]
+    if dep is None or not loads:
+        return curve, None
+    first = curve.runs[0].run
+    try:
+        get_model(dep.model)
+        points = [
+            _predicted(
+                simulate_scenario(
+                    _scenario(dep, first, curve.mode, x), catalog, base_dir=None, cal=cal
+                ).summary,
+                x,
+            )
+            for x in _grid(loads, integer=curve.mode == "concurrency")
+        ]
+    except GpuplanError as exc:
+        return curve, f"no predicted curve for {curve.label}: {exc.one_line()}"
+    runs = tuple(_with_prediction(view, _nearest(points, view.load)) for view in curve.runs)
+    return Curve(curve.label, curve.mode, runs, dep, tuple(points)), None
+
+
+def _nearest(points: Sequence[Predicted], load: float | None) -> Predicted | None:
+    if load is None or not points:
+        return None
+    return min(points, key=lambda p: abs(p.load - load))
+
+
+def _with_prediction(view: RunView, predicted: Predicted | None) -> RunView:
+    return RunView(
+        view.run,
+        view.mode,
+        view.load,
+        view.ttft_cdf_ms,
+        view.tpot_cdf_ms,
+        view.deployment,
+        view.curve,
+        predicted,
+    )
+
+
+def _group(views: Sequence[RunView]) -> list[Curve]:
+    by_label: dict[str, list[RunView]] = {}
+    for view in views:
+        if view.load is not None:
+            by_label.setdefault(view.curve, []).append(view)
+    return [
+        Curve(
+            label, members[0].mode, tuple(sorted(members, key=lambda v: v.load or 0.0)), members[0].deployment
+        )
+        for label, members in by_label.items()
+    ]
+
+
+def _missing_notes(views: Sequence[RunView]) -> list[str]:
+    notes = [
+        f"run {v.run.run_id[:12]} ({v.mode}) has no load to plot against; it is in the tables and CDFs"
+        for v in views
+        if v.load is None
+    ]
+    unknown = [v.run.run_id[:12] for v in views if v.deployment is None]
+    if unknown:
+        notes.append(
+            f"run{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} record{'' if len(unknown) > 1 else 's'} "
+            f"no GPU or model of the server, so no predicted curve is drawn for them; {HOW_TO_ADD}"
+        )
+    return notes
+
+
+def _known_model(name: str) -> str:
+    get_model(name)  # an unknown id fails here, with the registry's hint
+    return name
+
+
+def _checked_flags(flags: dict[str, Any], catalog: Catalog) -> dict[str, Any]:
+    """The deployment flags, each checked (a bad one: a one-line error naming its flag), in the names
+    the simulator reads (the GPU's catalog id, the engine's and dtype's canonical names)."""
+    checks: dict[str, Callable[[str], str]] = {
+        "gpu": lambda name: catalog.get_gpu(name).id,
+        "engine": lambda name: str(get_engine(name).name),
+        "weight_dtype": lambda name: get_dtype(name).name,
+        "model": _known_model,
+    }
+    if "tp" in flags and int(flags["tp"]) < 1:
+        raise UserInputError(f"--tp must be >= 1, got {flags['tp']}", hint="e.g. --tp 1")
+    checked = dict(flags)
+    for key, check in checks.items():
+        if key in flags:
+            try:
+                checked[key] = check(str(flags[key]))
+            except UserInputError as exc:
+                raise UserInputError(f"--{key.replace('_', '-')}: {exc.message}", hint=exc.hint) from None
+    return checked
+
+
+def build_report(
+    store_url: str | None,
+    run_ids: Sequence[str],
+    catalog: Catalog,
+    *,
+    deployment: Mapping[str, Any] | None = None,
+    cal: Calibration | None = None,
+) -> Report:
+    """The report of ``run_ids`` (ids or unique prefixes) in the store; ``deployment``: the flags
+    (gpu, model, tp, engine, weight_dtype) that override what the runs record."""
+    flags = _checked_flags(dict(deployment or {}), catalog)
+    store = Store(store_url)
+    runs, notes = _load_runs(store, run_ids)
+    views = []
+    for run in runs:
+        dep = _deployment(run, flags)
+        views.append(_view(store, run, dep, _known(dep)))
+    notes += _missing_notes(views)
+    curves: list[Curve] = []
+    for curve in _group(views):
+        predicted, why = _predict_curve(curve, catalog, cal)
+        curves.append(predicted)
+        if why:
+            notes.append(why)
+    with_prediction = {v.run.run_id: v for c in curves for v in c.runs}
+    final = tuple(with_prediction.get(v.run.run_id, v) for v in views)
+    return Report(runs=final, curves=tuple(curves), notes=tuple(notes))
