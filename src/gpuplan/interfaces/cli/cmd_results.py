@@ -186,15 +186,13 @@ def _report_text(report: Report, shape: str, md_path: Path | None) -> str:
     if shape == "csv":
         return report_views.csv_report(report)
     from gpuplan.interfaces.plots import results as charts
-    from gpuplan.interfaces.plots.serving import write_figure
 
     if shape == "md":
-        images = []
-        if md_path is not None:
-            for chart in charts.report_charts(report):
-                path = md_path.with_name(f"{md_path.stem}-{chart.id}.png")
-                write_figure(chart.figure, path)
-                images.append((chart.title, path.name))
+        found = charts.report_charts(report) if md_path is not None else []
+        paths = [md_path.with_name(f"{md_path.stem}-{c.id}.png") for c in found] if md_path else []
+        if found:
+            charts.write_pngs(found, paths)
+        images = [(c.title, p.name) for c, p in zip(found, paths, strict=True)]
         return report_views.markdown_report(report, images)
     found = charts.report_charts(report)
     divs = [(c.title, charts.chart_html(c, include_plotlyjs=i == 0)) for i, c in enumerate(found)]

@@ -13,8 +13,8 @@ from typing import Any
 
 from gpuplan.usecases.results_report import LATENCIES, Report, RunView
 
-Table = tuple[str, list[str], list[list[str]]]
-"""(title, headers, rows) of one table, every cell already text."""
+Table = tuple[str, str, list[str], list[list[str]]]
+"""(element id, title, headers, rows) of one table, every cell already text."""
 CSV_COLUMNS = (
     "run_id",
     "curve",
@@ -82,7 +82,7 @@ def conditions_table(report: Report) -> Table:
         )
     headers = ["run", "created (UTC)", "status", "load", "duration s", "in / out tokens", "served model"]
     headers += ["api", "target", "client host", "deployment", "gpuplan"]
-    return ("Conditions", headers, rows)
+    return ("conditions", "Conditions", headers, rows)
 
 
 def summary_table(report: Report) -> Table:
@@ -98,7 +98,7 @@ def summary_table(report: Report) -> Table:
     headers += [
         f"{key.removesuffix('_ms').upper()} {stat} ms" for key in LATENCIES for stat in ("p50", "p99")
     ]
-    return ("Measured summary", headers, rows)
+    return ("summary", "Measured summary", headers, rows)
 
 
 def prediction_table(report: Report) -> Table:
@@ -119,18 +119,17 @@ def prediction_table(report: Report) -> Table:
     for name in ("TTFT", "TPOT", "E2E"):
         headers += [f"{name} p50 measured", "predicted", "measured / predicted"]
     headers += ["output tok/s measured", "predicted"]
-    return ("Measured vs predicted (gpuplan simulate) at each run's load", headers, rows)
+    return ("predicted", "Measured vs predicted (gpuplan simulate) at each run's load", headers, rows)
 
 
 def tables(report: Report) -> list[Table]:
     found = [conditions_table(report), summary_table(report)]
     predicted = prediction_table(report)
-    return [*found, predicted] if predicted[2] else found
+    return [*found, predicted] if predicted[3] else found
 
 
 def _html_table(table: Table) -> str:
-    title, headers, rows = table
-    slug = title.split(" ")[0].lower()
+    slug, title, headers, rows = table
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<h2>{html.escape(title)}</h2>\n<table id="table-{slug}"><tr>{head}</tr>{body}</table>\n'
@@ -164,7 +163,7 @@ def _md_cell(text: str) -> str:
 
 
 def _md_table(table: Table) -> str:
-    title, headers, rows = table
+    _, title, headers, rows = table
     lines = [f"## {title}", "", "| " + " | ".join(map(_md_cell, headers)) + " |"]
     lines.append("|" + "---|" * len(headers))
     lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in rows]

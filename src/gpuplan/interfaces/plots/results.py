@@ -10,9 +10,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuplan.interfaces.plots.serving import plotly_modules
+from gpuplan.core.errors import UserInputError
+from gpuplan.interfaces.plots.serving import PNG_HINT, plotly_modules
 
 if TYPE_CHECKING:  # the answer drawn; names for the annotations only
     from gpuplan.usecases.results_report import Curve, Report, RunView
@@ -188,3 +190,21 @@ def chart_html(chart: Chart, *, include_plotlyjs: bool) -> str:
         full_html=False, include_plotlyjs=include_plotlyjs, div_id=f"chart-{chart.id}"
     )
     return text
+
+
+def write_pngs(charts: Sequence[Chart], paths: Sequence[Path]) -> None:
+    """Each chart as a PNG (kaleido and a local Chromium), in one kaleido session: one browser for all
+    of them (separate ``write_image`` calls in a row have failed with ``kaleido_scopes is not defined``)."""
+    try:
+        importlib.import_module("kaleido")
+    except ImportError:
+        raise UserInputError("--png: kaleido is not installed", hint=PNG_HINT) from None
+    try:
+        importlib.import_module("plotly.io").write_images(
+            [c.figure for c in charts], [str(p) for p in paths], format="png"
+        )
+    except OSError as exc:
+        raise UserInputError(f"--png: cannot write the charts: {exc.strerror or exc}") from None
+    except Exception as exc:  # kaleido/choreographer: no browser found, browser failed to start
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise UserInputError(f"--png: PNG export failed ({detail})", hint=PNG_HINT) from None

@@ -10,13 +10,19 @@ from typing import Any
 
 from gpuplan.adapters.store.database import RunInfo
 from gpuplan.interfaces.cli import report_views as views
-from gpuplan.usecases.results_report import Curve, Deployment, Predicted, Report, RunView
+from gpuplan.usecases.results_report import LATENCIES, Curve, Deployment, Predicted, Report, RunView
 
 DEP = Deployment(gpu="H100-SXM", model="meta-llama/Llama-3.1-8B")
 
 
 def _summary(ttft_p50_ms: float) -> dict[str, Any]:
-    dist = {"mean": ttft_p50_ms, "p50": ttft_p50_ms, "p90": ttft_p50_ms + 1, "p99": ttft_p50_ms + 2, "max": 99}
+    dist = {
+        "mean": ttft_p50_ms,
+        "p50": ttft_p50_ms,
+        "p90": ttft_p50_ms + 1,
+        "p99": ttft_p50_ms + 2,
+        "max": 99,
+    }
     return {
         "mode": "rate",
         "achieved_rate": 4.0,
@@ -45,7 +51,7 @@ def _view(run_id: str, model: str, predicted: Predicted | None) -> RunView:
 
 PRED = Predicted(
     load=4.0,
-    latency_ms={k: {"mean": 19.0, "p50": 20.0, "p90": 21.0, "p99": 25.0} for k in views.LATENCIES},
+    latency_ms={k: {"mean": 19.0, "p50": 20.0, "p90": 21.0, "p99": 25.0} for k in LATENCIES},
     output_tokens_per_s=300.0,
     requests_per_s=3.9,
 )
@@ -75,18 +81,21 @@ def test_markdown_tables_escape_pipes_and_link_images() -> None:
     assert "- run cccc3333 records no GPU" in text
     assert "![Latency vs load (rate)](r-latency-rate.png)" in text
     # measured TTFT p50 10 against predicted 20: the ratio 0.5
-    assert "| aaaa1111bbbb | meta-llama/Llama-3.1-8B on 1x H100-SXM (vllm, bf16) | 4 | 10 | 20 | 0.5 |" in text
+    assert (
+        "| aaaa1111bbbb | meta-llama/Llama-3.1-8B on 1x H100-SXM (vllm, bf16) | 4 | 10 | 20 | 0.5 |" in text
+    )
     assert "cccc3333 | -" not in text.split("Measured vs predicted")[1]
 
 
 def test_html_page_escapes_cells_and_carries_the_charts() -> None:
     page = views.html_report(REPORT, [("Latency", "<div id='chart-latency-rate'></div>")])
     assert "m|&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
-    assert '<table id="table-conditions">' in page and '<table id="table-measured">' in page
+    assert '<table id="table-conditions">' in page and '<table id="table-summary">' in page
     assert "<div id='chart-latency-rate'></div>" in page
     assert '<ul class="notes" id="notes"><li>run cccc3333 records no GPU</li></ul>' in page
 
 
 def test_without_any_prediction_the_prediction_table_is_left_out() -> None:
     bare = Report(runs=(REPORT.runs[1],), curves=())
-    assert [t[0] for t in views.tables(bare)] == ["Conditions", "Measured summary"]
+    assert [t[0] for t in views.tables(bare)] == ["conditions", "summary"]
+    assert [t[0] for t in views.tables(REPORT)] == ["conditions", "summary", "predicted"]
