@@ -16,6 +16,7 @@ with the run's fixed input and output lengths.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,26 +165,36 @@ def _cdf(values: Sequence[float]) -> tuple[float, ...]:
     return tuple(float(v) for v in np.quantile(np.asarray(values), np.linspace(0, 1, CDF_POINTS)))
 
 
-def _load_runs(store: Store, run_ids: Sequence[str]) -> tuple[list[RunInfo], list[str]]:
+def _run(store: Store, run_id: str, listing: str) -> RunInfo:
+    """The run ``run_id`` names; a bad id: one line with the command that lists the ids."""
+    try:
+        return store.run(run_id)
+    except UserInputError as exc:
+        raise UserInputError(exc.message, hint=f"see the ids with {listing}") from None
+
+
+def _load_runs(
+    store: Store, run_ids: Sequence[str], listing: str = "gpuplan results list"
+) -> tuple[list[RunInfo], list[str]]:
     """The distinct runs named (a bad id: one line naming ``gpuplan results list``), and notes on the
     unfinished ones left out."""
     if not run_ids:
-        raise UserInputError("give one or more run ids", hint="see them with gpuplan results list")
+        raise UserInputError("give one or more run ids", hint=f"see them with {listing}")
     runs: dict[str, RunInfo] = {}
     notes: list[str] = []
     for rid in run_ids:
-        info = store.run(rid)
+        info = _run(store, rid, listing)
         if info.kind != "serve":
             raise UserInputError(
                 f"run {rid!r} is a {info.kind} run; results report compares bench serve runs",
-                hint="see the serve runs with gpuplan results list",
+                hint=f"see the serve runs with {listing}",
             )
         if info.summary is None:
             notes.append(f"run {info.run_id[:12]} ({info.status}) has no summary yet and is left out")
             continue
         runs.setdefault(info.run_id, info)
     if not runs:
-        raise UserInputError("none of the runs named has finished", hint="see gpuplan results list")
+        raise UserInputError("none of the runs named has finished", hint=f"see {listing}")
     return list(runs.values()), notes
 
 
@@ -284,7 +295,7 @@ def _predict_curve(curve: Curve, catalog: Catalog, cal: Calibration | None) -> t
         ]
     except GpuplanError as exc:
         return curve, f"no predicted curve for {curve.label}: {exc.one_line()}"
-    runs = tuple(_with_prediction(view, _nearest(points, view.load)) for view in curve.runs)
+    runs = tuple(dataclasses.replace(v, predicted=_nearest(points, v.load)) for v in curve.runs)
     return Curve(curve.label, curve.mode, runs, dep, tuple(points)), None
 
 
@@ -292,19 +303,6 @@ def _nearest(points: Sequence[Predicted], load: float | None) -> Predicted | Non
     if load is None or not points:
         return None
     return min(points, key=lambda p: abs(p.load - load))
-
-
-def _with_prediction(view: RunView, predicted: Predicted | None) -> RunView:
-    return RunView(
-        view.run,
-        view.mode,
-        view.load,
-        view.ttft_cdf_ms,
-        view.tpot_cdf_ms,
-        view.deployment,
-        view.curve,
-        predicted,
-    )
 
 
 def _group(views: Sequence[RunView]) -> list[Curve]:
@@ -373,7 +371,8 @@ def build_report(
     (gpu, model, tp, engine, weight_dtype) that override what the runs record."""
     flags = _checked_flags(dict(deployment or {}), catalog)
     store = Store(store_url)
-    runs, notes = _load_runs(store, run_ids)
+    listing = "gpuplan results list" + (f" --store {store.display_url}" if store_url else "")
+    runs, notes = _load_runs(store, run_ids, listing)
     views = []
     for run in runs:
         dep = _deployment(run, flags)

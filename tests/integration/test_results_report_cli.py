@@ -127,7 +127,10 @@ def test_markdown_with_png_charts(invoke: Callable[..., Any], runs: Runs) -> Non
 def test_bad_ids_and_flags_are_one_line_errors(user_error: Callable[..., str], runs: Runs) -> None:
     store = ("--store", runs.store)
     line = user_error("results", "report", runs.ids[0][:10], "nope", *store)
-    assert "no run matches 'nope'" in line and "gpuplan results list" in line
+    assert (
+        "no run matches 'nope'" in line
+        and f"see the ids with gpuplan results list --store {runs.store}" in line
+    )
     assert "--format 'pdf' is not one of html, md, csv" in user_error(
         "results", "report", "x", "-f", "pdf", *store
     )
@@ -188,3 +191,12 @@ def test_browser_opens_the_report_and_finds_plots_and_tables(
     assert len(predicted) == 1 + len(RATES_RPS)
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == [], errors
+
+
+def test_without_plotly_html_is_refused_in_one_line_and_csv_still_works(
+    user_error: Callable[..., str], invoke: Callable[..., Any], runs: Runs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)  # import plotly.graph_objects fails
+    line = user_error("results", "report", runs.ids[0], "--store", runs.store)
+    assert line == "error: plots need plotly, which is not installed (pip install 'gpuplan[plot]')"
+    assert _report(invoke, runs, "-f", "csv").stdout.startswith("run_id,curve,mode,")
