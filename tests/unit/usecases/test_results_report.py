@@ -17,6 +17,8 @@ from gpuplan.adapters.store.database import Store
 from gpuplan.adapters.store.records import RequestRecord
 from gpuplan.core.errors import UserInputError
 from gpuplan.usecases import results_report as rr
+from gpuplan.usecases.results_report.model import CDF_POINTS, Deployment
+from gpuplan.usecases.results_report.predict import GRID_POINTS, RATE_REQUESTS
 from gpuplan.usecases.simulate import simulate_scenario
 
 MODEL = "meta-llama/Llama-3.1-8B"
@@ -28,7 +30,7 @@ def catalog() -> Catalog:
     return load_catalog()
 
 
-def _records(n: int, ttft_ms: float, *, warmup: int = 0) -> list[RequestRecord]:
+def _records(n: int, ttft_ms: float, *, warmup: int = 0, output_tokens: int = 8) -> list[RequestRecord]:
     """``n`` requests, the i-th with TTFT ``ttft_ms + i`` and TPOT 2 ms over 8 tokens; the first
     ``warmup`` marked warm-up."""
     return [
@@ -45,7 +47,7 @@ def _records(n: int, ttft_ms: float, *, warmup: int = 0) -> list[RequestRecord]:
             tpot_ms=2.0,
             itl_ms=(2.0,) * 7,
             input_tokens=64,
-            output_tokens=8,
+            output_tokens=output_tokens,
         )
         for i in range(n)
     ]
@@ -107,7 +109,7 @@ def test_cdf_of_a_large_run_keeps_quantiles(catalog: Catalog, tmp_path: Path) ->
     url = f"sqlite:///{tmp_path / 'big.sqlite'}"
     _store_run(Store(url), "big", {"rate_rps": 4.0}, _records(1001, 0.0))
     (view,) = rr.build_report(url, ["big"], catalog).runs
-    assert len(view.ttft_cdf_ms) == rr.CDF_POINTS
+    assert len(view.ttft_cdf_ms) == CDF_POINTS
     assert view.ttft_cdf_ms[0] == 0.0 and view.ttft_cdf_ms[-1] == 1000.0
     assert list(view.ttft_cdf_ms) == sorted(view.ttft_cdf_ms)
 
@@ -119,15 +121,15 @@ def test_without_a_deployment_the_report_says_how_to_add_one(store: str, catalog
     assert "rate-low, rate-high record no GPU or model" in note and "--gpu GPU --model HF_ID" in note
 
 
-def _direct(load: dict[str, Any]) -> float | None:
+def _direct(load: dict[str, Any], output_tokens: int = 8) -> float | None:
     """TTFT P50 of ``gpuplan simulate`` on the same deployment and workload, built by hand."""
     sc = SimulateScenario.model_validate(
         {
             "model": MODEL,
             "hardware": {"gpu": "H100-SXM", "count": 1},
             "engine": "vllm",
-            "workload": {"input_tokens": 64, "output_tokens": 8} | load,
-            "arrival": {"num_requests": rr.RATE_REQUESTS, "seed": 0},
+            "workload": {"input_tokens": 64, "output_tokens": output_tokens} | load,
+            "arrival": {"num_requests": RATE_REQUESTS, "seed": 0},
         }
     )
     return simulate_scenario(sc, load_catalog(), base_dir=None).summary.ttft.p50_ms
@@ -142,9 +144,9 @@ def test_recorded_deployment_gives_the_simulated_curve(tmp_path: Path, catalog: 
     report = rr.build_report(url, ["a", "b"], catalog)
     (curve,) = report.curves
     assert report.notes == ()
-    assert curve.deployment == rr.Deployment(gpu="H100-SXM", model=MODEL)
+    assert curve.deployment == Deployment(gpu="H100-SXM", model=MODEL)
     loads = [p.load for p in curve.predicted]
-    assert {2.0, 8.0} <= set(loads) and loads == sorted(loads) and len(loads) == rr.GRID_POINTS
+    assert {2.0, 8.0} <= set(loads) and loads == sorted(loads) and len(loads) == GRID_POINTS
     for view in curve.runs:
         assert view.predicted is not None and view.predicted.load == view.load
         assert view.predicted.latency_ms["ttft_ms"]["p50"] == _direct(
@@ -154,11 +156,21 @@ def test_recorded_deployment_gives_the_simulated_curve(tmp_path: Path, catalog: 
         assert view.predicted.output_tokens_per_s == pytest.approx(8 * (view.load or 0), rel=0.15)
 
 
+def test_the_prediction_simulates_the_lengths_the_runs_measured(tmp_path: Path, catalog: Catalog) -> None:
+    """Answers cut short by EOS (4 tokens of the 8 asked for): the simulator gets 4."""
+    url = f"sqlite:///{tmp_path / 'eos.sqlite'}"
+    _store_run(Store(url), "short", {"rate_rps": 4.0}, _records(4, 10.0, output_tokens=4))
+    (view,) = rr.build_report(url, ["short"], catalog, deployment=DEPLOYMENT).runs
+    assert view.predicted is not None
+    assert view.predicted.latency_ms["ttft_ms"]["p50"] == _direct({"scenario": "rate", "rate_rps": 4.0}, 4)
+    assert view.predicted.output_tokens_per_s == pytest.approx(4 * 4.0, rel=0.15)
+
+
 def test_flags_override_and_complete_the_recorded_deployment(store: str, catalog: Catalog) -> None:
     flags = rr.deployment_flags(gpu="h100-sxm", model=MODEL, tp=2, engine="vLLM", weight_dtype="bfloat16")
     report = rr.build_report(store, ["conc-4"], catalog, deployment=flags)
     (curve,) = report.curves
-    assert curve.deployment == rr.Deployment(gpu="H100-SXM", model=MODEL, tp=2, engine="vllm")
+    assert curve.deployment == Deployment(gpu="H100-SXM", model=MODEL, tp=2, engine="vllm")
     loads = [p.load for p in curve.predicted]
     assert 4.0 in loads and all(x == int(x) for x in loads)  # a closed loop simulates whole clients
     assert "H100-SXM tp2" in curve.label
@@ -205,3 +217,17 @@ def test_unfinished_runs_are_left_out_with_a_note(store: str, catalog: Catalog) 
     assert report.notes[0] == "run running-1 (running) has no summary yet and is left out"
     with pytest.raises(UserInputError, match="none of the runs named has finished"):
         rr.build_report(store, ["running-1"], catalog)
+
+
+def test_runs_against_two_endpoints_make_two_curves_told_apart(tmp_path: Path, catalog: Catalog) -> None:
+    url = f"sqlite:///{tmp_path / 'two.sqlite'}"
+    db = Store(url)
+    _store_run(db, "a1", {"rate_rps": 2.0}, _records(2, 1.0), conditions={"target": "http://127.0.0.1:1"})
+    _store_run(db, "a2", {"rate_rps": 4.0}, _records(4, 1.0), conditions={"target": "http://127.0.0.1:1"})
+    _store_run(db, "b1", {"rate_rps": 2.0}, _records(2, 1.0), conditions={"target": "http://127.0.0.1:2"})
+    report = rr.build_report(url, ["a1", "b1", "a2"], catalog)
+    assert [[v.run.run_id for v in c.runs] for c in report.curves] == [["a1", "a2"], ["b1"]]
+    first, second = (c.label for c in report.curves)
+    assert first.endswith("#1 (completions at http://127.0.0.1:1)")
+    assert second.endswith("#2 (completions at http://127.0.0.1:2)")
+    assert first.startswith("m 64->8 tokens, rate, deployment not recorded")

@@ -14,7 +14,7 @@ from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, ca
 from gpuplan.interfaces.cli.cmd_bench import StoreOpt, results_app, summary_table
 
 if TYPE_CHECKING:
-    from gpuplan.usecases.results_report import Report
+    from gpuplan.usecases.results_report.model import Report
 
 RunIdArg = Annotated[str, typer.Argument(help="run id or a unique prefix")]
 

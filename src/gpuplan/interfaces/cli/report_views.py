@@ -1,6 +1,6 @@
 """``gpuplan results report`` as a document: HTML (charts and tables in one offline page), Markdown
 (tables, and links to PNG charts when written) or CSV (one row per run and metric, measured beside
-predicted). Renders a :class:`gpuplan.usecases.results_report.Report`; computes nothing.
+predicted). Renders a :class:`gpuplan.usecases.results_report.model.Report`; computes nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from gpuplan.usecases.results_report import LATENCIES, Report, RunView
+from gpuplan.usecases.results_report.model import LATENCIES, Report, RunView
 
 Table = tuple[str, str, list[str], list[list[str]]]
 """(element id, title, headers, rows) of one table, every cell already text."""

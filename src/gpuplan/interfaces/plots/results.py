@@ -1,7 +1,7 @@
 """Charts of ``gpuplan results report``: latency and throughput against load (measured runs, and the
 simulated deployment dotted over them) and the CDFs of TTFT and TPOT per run.
 
-Draws a :class:`gpuplan.usecases.results_report.Report` the use case computed; it measures and
+Draws a :class:`gpuplan.usecases.results_report.model.Report` the use case computed; it measures and
 predicts nothing (tests/unit/interfaces/plots/test_plots_draw_only.py).
 """
 
@@ -17,7 +17,7 @@ from gpuplan.core.errors import UserInputError
 from gpuplan.interfaces.plots.serving import PNG_HINT, plotly_modules
 
 if TYPE_CHECKING:  # the answer drawn; names for the annotations only
-    from gpuplan.usecases.results_report import Curve, Report, RunView
+    from gpuplan.usecases.results_report.model import Curve, Report, RunView
 
 LATENCY_TITLES = {"ttft_ms": "TTFT, ms", "tpot_ms": "TPOT, ms", "itl_ms": "ITL, ms", "e2e_ms": "E2E, ms"}
 LOAD_TITLES = {"rate": "achieved rate, req/s", "concurrency": "concurrency (clients in flight)"}

@@ -10,7 +10,7 @@ from typing import Any
 
 from gpuplan.adapters.store.database import RunInfo
 from gpuplan.interfaces.cli import report_views as views
-from gpuplan.usecases.results_report import LATENCIES, Curve, Deployment, Predicted, Report, RunView
+from gpuplan.usecases.results_report.model import LATENCIES, Curve, Deployment, Predicted, Report, RunView
 
 DEP = Deployment(gpu="H100-SXM", model="meta-llama/Llama-3.1-8B")
 

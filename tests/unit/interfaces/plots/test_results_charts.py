@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from gpuplan.adapters.store.database import RunInfo
 from gpuplan.interfaces.plots import results as charts
-from gpuplan.usecases.results_report import Curve, Deployment, Predicted, Report, RunView
+from gpuplan.usecases.results_report.model import Curve, Deployment, Predicted, Report, RunView
 
 DEP = Deployment(gpu="H100-SXM", model="meta-llama/Llama-3.1-8B")
 PRED = Predicted(4.0, {k: {"p50": 20.0, "p99": 25.0} for k in charts.LATENCY_TITLES}, 300.0, 3.9)

@@ -11,124 +11,34 @@ The deployment behind the endpoint (GPU, model, tp, engine, weight dtype) comes 
 overridden by the flags given to the report; where neither names a GPU the report says so and how
 to add it. The prediction simulates the deployment (``usecases/simulate.py``) at each measured load
 and at loads between them, Poisson arrivals for rate runs and a closed loop for concurrency runs,
-with the run's fixed input and output lengths.
+with the runs' mean measured input and output lengths (fixed).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.adapters.scenario_files.simulate import SimulateScenario
 from gpuplan.adapters.store.database import RunInfo, Store
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.dtypes import get_dtype
-from gpuplan.core.errors import GpuplanError, UserInputError
+from gpuplan.core.errors import UserInputError
 from gpuplan.core.perf.engine_profiles import get_engine
-from gpuplan.core.sim.metrics import SimSummary
-from gpuplan.usecases.simulate import simulate_scenario
+from gpuplan.usecases.results_report.model import CDF_POINTS, Curve, Deployment, Report, RunView
+from gpuplan.usecases.results_report.predict import predict_curve
 
-LATENCIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-"""The latencies plotted against load (the stored summary's keys)."""
-STATS = ("p50", "p99")
-SIM_FIELDS = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "itl", "e2e_ms": "e2e"}
-"""Each stored latency and the ``SimSummary`` distribution that predicts it."""
-CDF_POINTS = 400
-"""Quantiles kept per run for its CDF: a 100,000-request run would otherwise put every request in the page."""
-GRID_POINTS = 6
-"""Loads the predicted curve is simulated at, evenly spread over the measured ones (which it also includes)."""
-RATE_REQUESTS = 600
-"""Requests simulated per rate point: ~0.02 s of CPU each (docs/simulator.md: 10,000 take 0.24–0.33 s)."""
-REQUESTS_PER_CLIENT = 30
-"""A closed loop runs ~30 requests per client to reach its steady state (``usecases/simulate.py``)."""
-MAX_SIM_REQUESTS = 20_000
+__all__ = ["DEPLOYMENT_KEYS", "HOW_TO_ADD", "build_report", "deployment_flags"]
+
 DEPLOYMENT_KEYS = ("gpu", "model", "tp", "engine", "weight_dtype")
 HOW_TO_ADD = (
     "pass the deployment behind the endpoint to the report: "
     "--gpu GPU --model HF_ID [--tp N --engine vllm --weight-dtype bf16]"
 )
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """The server's hardware and model as the simulator reads them."""
-
-    gpu: str
-    model: str
-    tp: int = 1
-    engine: str = "vllm"
-    weight_dtype: str = "bf16"
-
-    @property
-    def label(self) -> str:
-        return f"{self.model} on {self.tp}x {self.gpu} ({self.engine}, {self.weight_dtype})"
-
-
-@dataclass(frozen=True)
-class Predicted:
-    """The simulated deployment at one load: ``latency_ms[metric][stat]``, throughput."""
-
-    load: float
-    latency_ms: dict[str, dict[str, float | None]]
-    output_tokens_per_s: float
-    requests_per_s: float
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One stored run as the report shows it: its load, its CDF quantiles, its deployment if known
-    and the prediction at its own load."""
-
-    run: RunInfo
-    mode: str
-    load: float | None
-    ttft_cdf_ms: tuple[float, ...]
-    tpot_cdf_ms: tuple[float, ...]
-    deployment: Deployment | None
-    curve: str
-    predicted: Predicted | None = None
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        return self.run.summary or {}
-
-    def measured(self, key: str, stat: str | None = None) -> float | None:
-        """A value of the stored summary (``ttft_ms``/``p99``, ``output_tokens_per_s``)."""
-        value = self.summary.get(key)
-        if stat is not None:
-            value = value.get(stat) if isinstance(value, dict) else None
-        return float(value) if isinstance(value, int | float) else None
-
-
-@dataclass(frozen=True)
-class Curve:
-    """Runs that differ only in load, and the deployment's predicted curve over their loads."""
-
-    label: str
-    mode: str
-    runs: tuple[RunView, ...]
-    deployment: Deployment | None
-    predicted: tuple[Predicted, ...] = ()
-
-
-@dataclass(frozen=True)
-class Report:
-    """Everything the report shows; ``notes``: what is missing and how to add it."""
-
-    runs: tuple[RunView, ...]
-    curves: tuple[Curve, ...]
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def modes(self) -> tuple[str, ...]:
-        """The load axes present (``rate``, ``concurrency``), in that order."""
-        return tuple(m for m in ("rate", "concurrency") if any(c.mode == m for c in self.curves))
 
 
 def deployment_flags(
@@ -204,6 +114,39 @@ def _curve_label(run: RunInfo, mode: str, dep: Mapping[str, Any]) -> str:
     return f"{cfg.get('model')} {cfg.get('input_tokens')}->{cfg.get('output_tokens')} tokens, {mode}, {where}"
 
 
+def _curve_key(view: RunView) -> tuple[object, ...]:
+    """What the runs of one curve share: everything but the load."""
+    cfg = view.run.config
+    target = view.run.conditions.get("target") or cfg.get("url")
+    return (
+        cfg.get("model"),
+        cfg.get("api"),
+        target,
+        cfg.get("input_tokens"),
+        cfg.get("output_tokens"),
+        view.mode,
+    )
+
+
+def _distinct(views: Sequence[RunView]) -> list[RunView]:
+    """The views with labels that tell their curves apart: a label two curves share gets a number,
+    the API and the target."""
+    keys = [(*_curve_key(v), v.deployment) for v in views]
+    by_label: dict[str, list[tuple[object, ...]]] = {}
+    for view, key in zip(views, keys, strict=True):
+        shared = by_label.setdefault(view.curve, [])
+        if key not in shared:
+            shared.append(key)
+    found = []
+    for view, key in zip(views, keys, strict=True):
+        shared = by_label[view.curve]
+        if len(shared) > 1:
+            suffix = f" #{shared.index(key) + 1} ({key[1]} at {key[2]})"
+            view = dataclasses.replace(view, curve=view.curve + suffix)
+        found.append(view)
+    return found
+
+
 def _view(store: Store, run: RunInfo, dep: Mapping[str, Any], known: Deployment | None) -> RunView:
     mode, load = _mode_and_load(run)
     latest = {r.index: r for r in sorted(store.records(run.run_id), key=lambda r: r.done_s)}
@@ -223,86 +166,6 @@ def _known(dep: Mapping[str, Any]) -> Deployment | None:
     if not dep.get("gpu") or not dep.get("model"):
         return None
     return Deployment(**{k: dep[k] for k in DEPLOYMENT_KEYS if k in dep})
-
-
-def _grid(loads: Sequence[float], integer: bool) -> list[float]:
-    """The measured loads and ``GRID_POINTS`` between their least and greatest (±50 % around one)."""
-    low, high = min(loads), max(loads)
-    if high <= low:
-        low, high = low * 0.5, high * 1.5
-    points = {*loads, *np.linspace(low, high, GRID_POINTS).tolist()}
-    if integer:
-        points = {float(max(1, round(p))) for p in points}
-    return sorted(p for p in points if p > 0)
-
-
-def _scenario(dep: Deployment, run: RunInfo, mode: str, load: float) -> SimulateScenario:
-    cfg = run.config
-    workload: dict[str, Any] = {
-        "scenario": mode,
-        "input_tokens": max(int(cfg.get("input_tokens") or 1), 1),
-        "output_tokens": max(int(cfg.get("output_tokens") or 1), 1),
-    }
-    if mode == "rate":
-        workload["rate_rps"] = load
-        requests = RATE_REQUESTS
-    else:
-        workload["concurrency"] = int(load)
-        requests = min(max(RATE_REQUESTS, REQUESTS_PER_CLIENT * int(load)), MAX_SIM_REQUESTS)
-    return SimulateScenario.model_validate(
-        {
-            "model": dep.model,
-            "hardware": {"gpu": dep.gpu, "count": dep.tp},
-            "parallelism": {"tp": dep.tp},
-            "precision": {"weights": dep.weight_dtype},
-            "engine": dep.engine,
-            "workload": workload,
-            "arrival": {"num_requests": requests, "seed": int(cfg.get("seed") or 0)},
-        }
-    )
-
-
-def _predicted(summary: SimSummary, load: float) -> Predicted:
-    latency: dict[str, dict[str, float | None]] = {}
-    for key, name in SIM_FIELDS.items():
-        d = getattr(summary, name)
-        latency[key] = {"mean": d.mean_ms, "p50": d.p50_ms, "p90": d.p90_ms, "p99": d.p99_ms}
-    return Predicted(
-        load=load,
-        latency_ms=latency,
-        output_tokens_per_s=summary.output_tokens_per_s,
-        requests_per_s=summary.requests_per_s,
-    )
-
-
-def _predict_curve(curve: Curve, catalog: Catalog, cal: Calibration | None) -> tuple[Curve, str | None]:
-    """The curve with its prediction over its loads, or unchanged and the reason it has none."""
-    dep = curve.deployment
-    loads = [v.load for v in curve.runs if v.load is not None]
-    if dep is None or not loads:
-        return curve, None
-    first = curve.runs[0].run
-    try:
-        get_model(dep.model)
-        points = [
-            _predicted(
-                simulate_scenario(
-                    _scenario(dep, first, curve.mode, x), catalog, base_dir=None, cal=cal
-                ).summary,
-                x,
-            )
-            for x in _grid(loads, integer=curve.mode == "concurrency")
-        ]
-    except GpuplanError as exc:
-        return curve, f"no predicted curve for {curve.label}: {exc.one_line()}"
-    runs = tuple(dataclasses.replace(v, predicted=_nearest(points, v.load)) for v in curve.runs)
-    return Curve(curve.label, curve.mode, runs, dep, tuple(points)), None
-
-
-def _nearest(points: Sequence[Predicted], load: float | None) -> Predicted | None:
-    if load is None or not points:
-        return None
-    return min(points, key=lambda p: abs(p.load - load))
 
 
 def _group(views: Sequence[RunView]) -> list[Curve]:
@@ -377,10 +240,11 @@ def build_report(
     for run in runs:
         dep = _deployment(run, flags)
         views.append(_view(store, run, dep, _known(dep)))
+    views = _distinct(views)
     notes += _missing_notes(views)
     curves: list[Curve] = []
     for curve in _group(views):
-        predicted, why = _predict_curve(curve, catalog, cal)
+        predicted, why = predict_curve(curve, catalog, cal)
         curves.append(predicted)
         if why:
             notes.append(why)
