@@ -23,6 +23,10 @@ LATENCY_TITLES = {"ttft_ms": "TTFT, ms", "tpot_ms": "TPOT, ms", "itl_ms": "ITL, 
 LOAD_TITLES = {"rate": "achieved rate, req/s", "concurrency": "concurrency (clients in flight)"}
 MEASURED_DASH = {"p50": "solid", "p99": "dash"}
 PREDICTED_DASH = {"p50": "dot", "p99": "dashdot"}
+PNG_WIDTH_PX = 1200
+"""PNG charts are this wide (kaleido's default, 700 px, squeezes the 2 x 2 latency panels)."""
+PNG_HEIGHT_PX = 500
+"""The height of a PNG chart whose figure sets none."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,11 @@ def write_pngs(charts: Sequence[Chart], paths: Sequence[Path]) -> None:
         raise UserInputError("--png: kaleido is not installed", hint=PNG_HINT) from None
     try:
         importlib.import_module("plotly.io").write_images(
-            [c.figure for c in charts], [str(p) for p in paths], format="png"
+            [c.figure for c in charts],
+            [str(p) for p in paths],
+            format="png",
+            width=[PNG_WIDTH_PX] * len(charts),
+            height=[c.figure.layout.height or PNG_HEIGHT_PX for c in charts],
         )
     except OSError as exc:
         raise UserInputError(f"--png: cannot write the charts: {exc.strerror or exc}") from None
