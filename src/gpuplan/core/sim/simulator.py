@@ -105,6 +105,11 @@ _PREFILL: Role = "prefill"
 _DECODE: Role = "decode"
 
 
+COMPACT_FACTOR = 4
+"""A router heap holding more than this many entries per replica is rebuilt from the current loads
+(stale entries otherwise grow with the events)."""
+
+
 class _Loop:
     """State of one run; ``run`` drives it to the end or to a bound."""
 
@@ -125,12 +130,24 @@ class _Loop:
             _check_pools(dis.prefill_replicas + dis.decode_replicas, replica.step.layout)
             roles = [_PREFILL] * dis.prefill_replicas + [_DECODE] * dis.decode_replicas
         self.replicas = [Replica(self.book, times, limits, r, config.record_timeline) for r in roles]
+        self.index = {id(r): i for i, r in enumerate(self.replicas)}
+        self.step_ends: list[tuple[float, int]] = []
+        """(busy_until, replica index) of every step scheduled; an entry whose replica has since been
+        rescheduled is stale and skipped (``_next_step_end``). Replaces a scan of every replica per
+        event: with 100 replicas, 164 s of a 1,000-request run went to that scan."""
         self.entry = [r for r in self.replicas if r.role != "decode"]
         self.exit = [r for r in self.replicas if r.role == "decode"]
         link = (
             dis.kv_transfer_bytes_per_s if dis else None
         ) or replica.step.gpu.interconnect.pcie_bytes_per_s
         self.transfer_s_per_token = replica.memory.kv_bytes_per_token / (link or PCIE_GEN4_X16_BYTES_PER_S)
+        self.pools = {"entry": self.entry, "exit": self.exit}
+        self.position = {w: {id(r): i for i, r in enumerate(p)} for w, p in self.pools.items()}
+        self.by_load: dict[str, list[tuple[int, int]]] = {
+            w: [(0, i) for i in range(len(p))] for w, p in self.pools.items()
+        }
+        """Per pool, (load, position) pushed at every load change; an entry whose replica's load has
+        changed since is stale (``_least_loaded``). Replaces a scan of the pool per arrival."""
         self.pending: list[tuple[float, int, int]] = []
         self.rr = {"entry": 0, "exit": 0}
         self.events = 0
@@ -158,7 +175,23 @@ class _Loop:
         if self.cfg.router == "round_robin":
             self.rr[which] += 1
             return pool[self.rr[which] % len(pool)]
-        return min(pool, key=lambda r: r.load)
+        return self._least_loaded(which)
+
+    def _least_loaded(self, which: str) -> Replica:
+        """The pool's replica with the fewest requests, the first in pool order among equals (what
+        ``min(pool, key=load)`` picks)."""
+        heap, pool = self.by_load[which], self.pools[which]
+        if len(heap) > COMPACT_FACTOR * len(pool):
+            heap[:] = [(r.load, i) for i, r in enumerate(pool)]
+            heapq.heapify(heap)
+        while pool[heap[0][1]].load != heap[0][0]:
+            heapq.heappop(heap)
+        return pool[heap[0][1]]
+
+    def _load_changed(self, rep: Replica) -> None:
+        for which, positions in self.position.items():
+            if (i := positions.get(id(rep))) is not None:
+                heapq.heappush(self.by_load[which], (rep.load, i))
 
     def _arrive(self, rid: int, t: float) -> None:
         self.arrival_area = self.area
@@ -169,17 +202,31 @@ class _Loop:
             return
         self.in_system += 1
         target.waiting.append(rid)
+        self._load_changed(target)
         self._kick(target, t)
 
     def _handoff_arrive(self, rid: int, t: float) -> None:
         target = self._route(self.exit, "exit")
         target.ready.append(rid)
+        self._load_changed(target)
         self._kick(target, t)
 
     def _kick(self, rep: Replica, t: float) -> None:
         if rep.busy_until == math.inf:
-            dt = rep.plan(t)
-            rep.busy_until = math.inf if dt is None else t + dt
+            self._schedule(rep, t, rep.plan(t))
+
+    def _schedule(self, rep: Replica, t: float, dt: float | None) -> None:
+        rep.busy_until = math.inf if dt is None else t + dt
+        if dt is not None:
+            heapq.heappush(self.step_ends, (rep.busy_until, self.index[id(rep)]))
+
+    def _next_step_end(self) -> Replica:
+        """The replica whose step ends first (the lowest index among equal times, as a scan in order
+        finds it); a replica with no step scheduled when none has one."""
+        heap = self.step_ends
+        while heap and self.replicas[heap[0][1]].busy_until != heap[0][0]:
+            heapq.heappop(heap)
+        return self.replicas[heap[0][1]] if heap else self.replicas[0]
 
     def _finished_client(self, t: float) -> None:
         """Closed loop: a client whose request finished sends the next one."""
@@ -193,14 +240,15 @@ class _Loop:
         finished: list[int] = []
         handoff: list[int] = []
         rep.complete(t, finished, handoff)
+        if finished or handoff:
+            self._load_changed(rep)
         self.in_system -= len(finished)
         for _ in finished:
             self._finished_client(t)
         for rid in handoff:
             delay = (self.book.inp[rid] + 1) * self.transfer_s_per_token
             heapq.heappush(self.pending, (t + delay, 1, rid))
-        dt = rep.plan(t)
-        rep.busy_until = math.inf if dt is None else t + dt
+        self._schedule(rep, t, rep.plan(t))
 
     def run(self, progress: Progress | None = None) -> str | None:
         arrivals = self.book.arrival_s
@@ -212,7 +260,7 @@ class _Loop:
         while True:
             t_open = arrivals[i] if open_loop and i < n else math.inf
             t_pend = self.pending[0][0] if self.pending else math.inf
-            rep = reps[0] if len(reps) == 1 else min(reps, key=lambda r: r.busy_until)
+            rep = reps[0] if len(reps) == 1 else self._next_step_end()
             t = min(t_open, t_pend, rep.busy_until)
             if t == math.inf:
                 return None
