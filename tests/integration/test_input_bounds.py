@@ -75,7 +75,10 @@ def test_fit_flags_past_their_bound_name_the_flag(user_error: Any, flag: str, bo
             ["--epochs", "1", "--samples", str(BIG)],
             "--samples must be a whole number <= 1,000,000,000,000,000",
         ),
-        (["--tokens", "1e9", "--global-batch", str(BIG)], "--global-batch: Input should be less than or equal"),
+        (
+            ["--tokens", "1e9", "--global-batch", str(BIG)],
+            "--global-batch: Input should be less than or equal",
+        ),
         (["--tokens", "1e30"], "tokens: Input should be less than or equal to 1000000000000000"),
     ],
 )

@@ -14,6 +14,7 @@ from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.frozen import FrozenModel
@@ -47,8 +48,11 @@ def recommend_from_scenario(
     *,
     spec: ModelSpec | None = None,
     progress: Progress | None = None,
+    uncertainty: Uncertainty | None = None,
+    confidence: float | None = None,
 ) -> Recommendation:
-    """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``."""
+    """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``;
+    ``uncertainty``: intervals on the plans; ``confidence``: plans sized at that quantile of its error model."""
     model = spec or get_model(sc.model)
     check_generation(model, sc)
     target = sc.workload.serving_target()
@@ -71,6 +75,8 @@ def recommend_from_scenario(
         cal=cal or default_calibration(),
         ownership=sc.ownership,
         progress=progress,
+        uncertainty=uncertainty,
+        confidence=confidence,
     )
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.recommend.confidence import AtConfidence, confidence_line, margin, size_at_confidence
 from gpuplan.core.recommend.explain import assumptions, explain
+from gpuplan.core.recommend.intervals import with_intervals
 from gpuplan.core.recommend.request import (
     GpuOffer,
     Objective,
@@ -17,7 +20,7 @@ from gpuplan.core.recommend.request import (
     Rejection,
     SearchSpace,
 )
-from gpuplan.core.recommend.search import Miss, rank, search
+from gpuplan.core.recommend.search import Miss, one_replica, rank, search
 from gpuplan.core.recommend.tail import size_on_p99
 from gpuplan.core.sim.simulator import Progress
 from gpuplan.core.sla import Sla
@@ -39,13 +42,42 @@ def recommend(
     cal: Calibration,
     ownership: OwnershipAssumptions | None = None,
     progress: Progress | None = None,
+    uncertainty: Uncertainty | None = None,
+    confidence: float | None = None,
 ) -> Recommendation:
     """Search, rank and explain for a ``rate`` or ``concurrency`` target; InfeasibleError (exit 2) with the
-    nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only)."""
+    nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only).
+    ``uncertainty``: the plans shown carry its intervals (``intervals.py``); ``confidence``: each plan is
+    sized at that quantile of its error model (``confidence.py``; needs ``uncertainty``)."""
     target = _serving(target)
     sla = sla or Sla()
     space = space or SearchSpace()
-    plans, misses, shown_as = _sized(model, offers, target, sla, space, cal, progress, objective)
+    if confidence is None:
+        plans, misses, shown_as = _sized(model, offers, target, sla, space, cal, progress, objective)
+        at = None
+    else:
+        if uncertainty is None:
+            raise ValueError("recommend at a confidence needs the error model (uncertainty=)")
+        at = AtConfidence(
+            model=model,
+            offers={o.gpu.id: o for o in offers},
+            target=target,
+            sla=sla,
+            cal=cal,
+            margins={
+                o.gpu.id: margin(model=uncertainty.model, calibrated=_fitted(cal, o), confidence=confidence)
+                for o in offers
+            },
+        )
+
+        def size(
+            group: Sequence[GpuOffer], t: Workload, s: Sla
+        ) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]:
+            return _sized(model, group, t, s, space, cal, progress, objective)
+
+        plans, misses, shown_as = size_at_confidence(
+            context=at, size=size, calibrated=lambda o: _fitted(cal, o)
+        )
     budget = space.max_usd_per_hour
     over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
     unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
@@ -64,17 +96,62 @@ def recommend(
             nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
             hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
         )
+    restated = _once(shown_as)
+    explanation = explain(
+        model,
+        [restated(p) for p in best_per_gpu[:4]] if at else best_per_gpu,
+        rejected,
+        offers,
+        target,
+        sla,
+        ownership or OwnershipAssumptions(),
+    )
+    if at is not None and confidence is not None:
+        best = restated(best_per_gpu[0])
+        explanation.insert(1, confidence_line(best=best, confidence=confidence, margin=at.margins[best.gpu]))
+    shown_plans = [restated(p) for p in shown]
+    if uncertainty is not None:
+        shown_plans = [_with_intervals(p, model, offers, target, cal, uncertainty) for p in shown_plans]
     return Recommendation(
         model=model.id,
         workload=target,
         objective=objective,
-        plans=[shown_as(p) for p in shown],
+        confidence=confidence,
+        plans=shown_plans,
         rejected=rejected,
-        explanation=explain(
-            model, best_per_gpu, rejected, offers, target, sla, ownership or OwnershipAssumptions()
-        ),
+        explanation=explanation,
         assumptions=assumptions(space, sla, offers),
     )
+
+
+def _fitted(cal: Calibration, offer: GpuOffer) -> bool:
+    """The error model's evidence level of a GPU: its family's factors fitted on measurements."""
+    return cal.is_fitted(offer.gpu.family)
+
+
+def _once(shown_as: Callable[[Plan], Plan]) -> Callable[[Plan], Plan]:
+    """``shown_as`` computed once per plan (the explanation and the list share plans)."""
+    done: dict[int, Plan] = {}
+
+    def shown(plan: Plan) -> Plan:
+        if id(plan) not in done:
+            done[id(plan)] = shown_as(plan)
+        return done[id(plan)]
+
+    return shown
+
+
+def _with_intervals(
+    plan: Plan,
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: Workload,
+    cal: Calibration,
+    uncertainty: Uncertainty,
+) -> Plan:
+    gpu = next(o.gpu for o in offers if o.gpu.id == plan.gpu)
+    replica = one_replica(model, gpu, plan.layout, target, cal)
+    return with_intervals(plan=plan, replica=replica, target=target, uncertainty=uncertainty)
 
 
 def _sized(

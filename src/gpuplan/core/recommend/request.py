@@ -14,6 +14,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from gpuplan.core.calibration.uncertainty import IntervalSource
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.layout import Layout
@@ -98,6 +99,28 @@ class PlanLayoutKeys(FrozenModel):
         return Layout(**self.model_dump(exclude={"count"}))
 
 
+class PlanFigures(FrozenModel):
+    """One end of a plan's intervals (``Plan.low`` / ``Plan.high``), same units as the plan's figures;
+    a P99 is null when the plan has none, or (``high``) when the slow end of the capacity interval
+    puts the load past the replica's capacity (unbounded)."""
+
+    ttft_ms: float
+    tpot_ms: float
+    output_tokens_per_s: float
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+
+
+class PlanInterval(FrozenModel):
+    """What a plan's intervals are made of: their level and, per figure, the error-model group read.
+    ``capacity``: the throughput group whose interval is carried through the queue to the P99s
+    (P99-sized plans only)."""
+
+    level: float
+    sources: dict[str, IntervalSource]
+    capacity: IntervalSource | None = None
+
+
 class Plan(FrozenModel):
     """One ranked answer: the JSON contract of ``recommend --format json`` (docs/json.md)."""
 
@@ -136,6 +159,16 @@ class Plan(FrozenModel):
         default=None,
         description="where the P99s and the replica count come from: a serving-simulator run at the target "
         "load (confirmed plans) or the analytic tail model alone; null when sized on means",
+    )
+    count_at_point_estimate: int | None = Field(
+        default=None,
+        description="GPUs this layout needs at the point estimate (recommend --confidence only; count is at "
+        "the confidence)",
+    )
+    low: PlanFigures | None = Field(default=None, description="low ends of the intervals (see interval)")
+    high: PlanFigures | None = Field(default=None, description="high ends of the intervals (see interval)")
+    interval: PlanInterval | None = Field(
+        default=None, description="the intervals' level and the error-model groups they read"
     )
 
     @model_validator(mode="before")
@@ -188,6 +221,10 @@ class Recommendation(FrozenModel):
     model: str
     workload: Workload | None = None
     objective: Objective
+    confidence: float | None = Field(
+        default=None,
+        description="the quantile of the error model each plan is sized at (null: the point estimate)",
+    )
     plans: list[Plan]
     rejected: list[Rejection]
     explanation: list[str]

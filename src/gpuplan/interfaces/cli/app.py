@@ -10,6 +10,7 @@ import functools
 import inspect
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -18,7 +19,10 @@ from pydantic import ValidationError
 
 from gpuplan.adapters.catalog.loader import Catalog, load_catalog
 from gpuplan.adapters.scenario_files.deployment import describe_validation_error
+from gpuplan.core.calibration.error_model import MAX_LEVEL, MIN_LEVEL
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.errors import GpuplanError, UserInputError
+from gpuplan.data.error_model import default_error_model
 from gpuplan.interfaces.cli.render import error
 
 app = typer.Typer(
@@ -34,6 +38,18 @@ CalibrationOpt = Annotated[
     Path | None, typer.Option("--calibration", help="calibration profile YAML (from gpuplan calibrate -o)")
 ]
 CatalogOpt = Annotated[list[Path] | None, typer.Option("--catalog", help="extra catalog YAML (GPUs, prices)")]
+IntervalOpt = Annotated[
+    float, typer.Option("--interval", help="level of the intervals shown next to each figure, 0.5..0.99")
+]
+ConfidenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--confidence",
+        help="size each plan so its SLA and load hold at this quantile of the error model, 0.5..0.99 "
+        "[default: the point estimate]",
+    ),
+]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -97,6 +113,32 @@ def fmt(value: str) -> Format:
     if value not in ("table", "json"):
         raise UserInputError(f"--format {value!r} is not one of table, json")
     return value  # type: ignore[return-value]
+
+
+def uncertainty_from(level: float, flag: str = "--interval") -> Uncertainty:
+    """The bundled error model at the ``--interval`` level, loaded once by the command."""
+    check_level(level, flag)
+    return Uncertainty(model=default_error_model(), level=level)
+
+
+@dataclass(frozen=True)
+class Sureness:
+    """The error model and interval level a command's figures carry, and the confidence plans are sized at."""
+
+    uncertainty: Uncertainty
+    confidence: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.confidence is not None:
+            check_level(self.confidence, "--confidence")
+
+
+def check_level(value: float, flag: str) -> None:
+    """UserInputError naming ``flag`` unless ``value`` is a level the error model covers."""
+    if not MIN_LEVEL <= value <= MAX_LEVEL:
+        raise UserInputError(
+            f"{flag} {value:g} is outside {MIN_LEVEL:g}..{MAX_LEVEL:g}", hint=f"e.g. {flag} 0.8 (80 %)"
+        )
 
 
 def catalog_from(files: list[Path] | None) -> Catalog:

@@ -20,18 +20,23 @@ from gpuplan.adapters.scenario_files.deployment import (
     read_scenario_text,
     scenario_notes,
 )
+from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL
 from gpuplan.core.errors import InfeasibleError, UserInputError
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.interfaces.cli import views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
     CatalogOpt,
+    ConfidenceOpt,
     Format,
     FormatOpt,
+    IntervalOpt,
+    Sureness,
     app,
     catalog_from,
     fmt,
     guarded,
+    uncertainty_from,
 )
 from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import note, progress_bar
@@ -205,6 +210,8 @@ def recommend(
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
+    interval: IntervalOpt = DEFAULT_LEVEL,
+    confidence: ConfidenceOpt = None,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, and why not the others.
 
@@ -232,7 +239,8 @@ def recommend(
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
         max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
     )  # fmt: skip
-    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot)
+    sure = Sureness(uncertainty_from(interval), confidence)
+    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot, sure)
 
 
 @dataclass(frozen=True)
@@ -273,14 +281,21 @@ def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags)
 
 
 def _recommend_serving(
-    sc: ScenarioFile, calibration: Path | None, catalog: CatalogOpt, format: str, plot: Path | None
+    sc: ScenarioFile,
+    calibration: Path | None,
+    catalog: CatalogOpt,
+    format: str,
+    plot: Path | None,
+    sure: Sureness,
 ) -> None:
     """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked."""
     cat = catalog_from(catalog)
     cal = load_calibration(calibration) if calibration else None
     simulated = sc.sla.has_percentiles
     with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
-        rec = recommend_from_scenario(sc, cat, cal, progress=progress)
+        rec = recommend_from_scenario(
+            sc, cat, cal, progress=progress, uncertainty=sure.uncertainty, confidence=sure.confidence
+        )
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))

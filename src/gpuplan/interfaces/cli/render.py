@@ -101,6 +101,13 @@ def _cell(v: object) -> str:
     return str(v)
 
 
+def ranged(value: float | None, low: float | None, high: float | None) -> str:
+    """A figure and its interval as one cell: ``412 (350-980)``; an open end (null) prints as ``-``."""
+    if value is None:
+        return "-"
+    return f"{_cell(value)} ({_cell(low)}-{_cell(high)})"
+
+
 @contextmanager
 def progress_bar(description: str) -> Iterator[Callable[[float], None] | None]:
     """A transient progress bar on stderr when it is a terminal; yields an update(fraction) function,

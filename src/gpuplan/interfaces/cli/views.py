@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import ModelSummary
 from gpuplan.core.dtypes import DTYPES
-from gpuplan.core.recommend.request import Recommendation
+from gpuplan.core.recommend.request import Plan, Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
-from gpuplan.interfaces.cli.render import console, emit_json, json_or_table, lines, table
+from gpuplan.interfaces.cli.render import console, emit_json, json_or_table, lines, ranged, table
 from gpuplan.usecases.fit import FitResult
 from gpuplan.usecases.predict import PredictResult
 from gpuplan.usecases.validation.intervals import IntervalReport
@@ -165,11 +165,14 @@ P99_FROM = {"simulator": "sim", "tail model": "model"}
 def recommendation(r: Recommendation) -> None:
     tail = any(p.sized_on == "p99" for p in r.plans)
     latency = ["P99 TTFT", "P99 TPOT", "P99 from"] if tail else ["TTFT ms", "TPOT ms"]
+    at_q = r.confidence is not None
+    sized = f" at {r.confidence:.0%} confidence" if at_q else ""
     table(
-        f"Plans for {r.model} (objective: {r.objective}; best first)",
+        f"Plans for {r.model} (objective: {r.objective}{sized}; best first)",
         [
             "gpu",
             "count",
+            *(["at point"] if at_q else []),
             "tp",
             "pp",
             "repl",
@@ -185,16 +188,17 @@ def recommendation(r: Recommendation) -> None:
             (
                 p.gpu,
                 p.layout.num_gpus,
+                *([p.count_at_point_estimate] if at_q else []),
                 p.layout.tp,
                 p.layout.pp,
                 p.layout.replicas,
                 p.layout.weight_dtype,
                 *(
-                    (p.ttft_p99_ms, p.tpot_p99_ms, P99_FROM.get(p.p99_source or ""))
+                    (_fig(p, "ttft_p99_ms"), _fig(p, "tpot_p99_ms"), P99_FROM.get(p.p99_source or ""))
                     if tail
-                    else (p.ttft_ms, p.tpot_ms)
+                    else (_fig(p, "ttft_ms"), _fig(p, "tpot_ms"))
                 ),
-                p.output_tokens_per_s,
+                _fig(p, "output_tokens_per_s"),
                 p.usd_per_hour,
                 p.usd_per_month,
                 p.usd_per_million_output_tokens,
@@ -204,7 +208,35 @@ def recommendation(r: Recommendation) -> None:
         ],
     )
     lines(r.explanation, title="Why")
+    if r.plans and r.plans[0].interval is not None:
+        lines(_interval_sources(r.plans[0]), title="Intervals")
     lines(r.assumptions, title="Assumptions")
+
+
+def _fig(p: Plan, name: str) -> str | float | None:
+    """A plan's figure, with its interval when it has one: ``412 (350-980)``."""
+    value = getattr(p, name)
+    if p.low is None or p.high is None:
+        return value  # type: ignore[no-any-return]
+    return ranged(value, getattr(p.low, name), getattr(p.high, name))
+
+
+def _interval_sources(p: Plan) -> list[str]:
+    """What the best plan's intervals are made of: one line per figure, its error-model group."""
+    assert p.interval is not None
+    head = (
+        f"(low-high) next to a figure: its {p.interval.level:.0%} interval from the error model of held-out "
+        "residuals (docs/validate.md, Intervals); the best plan's read:"
+    )
+    out = [head]
+    out += [f"{name}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for name, s in p.interval.sources.items()]
+    if p.interval.capacity is not None:
+        c = p.interval.capacity
+        out.append(
+            f"P99s also carry the capacity interval of {c.group} ({c.rows} rows, {c.gpus} GPU(s)) through the "
+            "tail model: wider near the replica's capacity (an open high end: past it)"
+        )
+    return out
 
 
 @json_or_table
