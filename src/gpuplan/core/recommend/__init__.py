@@ -9,7 +9,13 @@ from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.recommend.confidence import AtConfidence, confidence_line, margin, size_at_confidence
+from gpuplan.core.recommend.confidence import (
+    AtConfidence,
+    Sized,
+    confidence_line,
+    margin,
+    size_at_confidence,
+)
 from gpuplan.core.recommend.explain import assumptions, explain
 from gpuplan.core.recommend.intervals import with_intervals
 from gpuplan.core.recommend.request import (
@@ -46,38 +52,14 @@ def recommend(
     confidence: float | None = None,
 ) -> Recommendation:
     """Search, rank and explain for a ``rate`` or ``concurrency`` target; InfeasibleError (exit 2) with the
-    nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only).
-    ``uncertainty``: the plans shown carry its intervals (``intervals.py``); ``confidence``: each plan is
-    sized at that quantile of its error model (``confidence.py``; needs ``uncertainty``)."""
+    nearest misses when nothing works. ``progress``: share done of the P99 sizing; ``uncertainty``: intervals
+    on the plans shown (``intervals.py``); ``confidence``: plans sized at that quantile (``confidence.py``)."""
     target = _serving(target)
     sla = sla or Sla()
     space = space or SearchSpace()
-    if confidence is None:
-        plans, misses, shown_as = _sized(model, offers, target, sla, space, cal, progress, objective)
-        at = None
-    else:
-        if uncertainty is None:
-            raise ValueError("recommend at a confidence needs the error model (uncertainty=)")
-        at = AtConfidence(
-            model=model,
-            offers={o.gpu.id: o for o in offers},
-            target=target,
-            sla=sla,
-            cal=cal,
-            margins={
-                o.gpu.id: margin(model=uncertainty.model, calibrated=_fitted(cal, o), confidence=confidence)
-                for o in offers
-            },
-        )
-
-        def size(
-            group: Sequence[GpuOffer], t: Workload, s: Sla
-        ) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]:
-            return _sized(model, group, t, s, space, cal, progress, objective)
-
-        plans, misses, shown_as = size_at_confidence(
-            context=at, size=size, calibrated=lambda o: _fitted(cal, o)
-        )
+    plans, misses, shown_as, at = _sizing(
+        model, offers, target, sla, space, cal, progress, objective, uncertainty, confidence
+    )
     budget = space.max_usd_per_hour
     over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
     unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
@@ -89,29 +71,12 @@ def recommend(
     rejected = _rejections(misses, over, winners, budget)
     rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown)
     if not ranked:
-        nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
-        reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]
-        raise InfeasibleError(
-            f"no plan for {model.id} meets the request on {len(offers)} GPU types",
-            nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
-            hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
-        )
+        raise _infeasible(model, offers, misses, rejected)
     restated = _once(shown_as)
-    explanation = explain(
-        model,
-        [restated(p) for p in best_per_gpu[:4]] if at else best_per_gpu,
-        rejected,
-        offers,
-        target,
-        sla,
-        ownership or OwnershipAssumptions(),
+    explanation = _explanation(
+        model, best_per_gpu, rejected, offers, target, sla, ownership, at, confidence, restated
     )
-    if at is not None and confidence is not None:
-        best = restated(best_per_gpu[0])
-        explanation.insert(1, confidence_line(best=best, confidence=confidence, margin=at.margins[best.gpu]))
-    shown_plans = [restated(p) for p in shown]
-    if uncertainty is not None:
-        shown_plans = [_with_intervals(p, model, offers, target, cal, uncertainty) for p in shown_plans]
+    shown_plans = [_with_intervals(restated(p), model, offers, target, cal, uncertainty) for p in shown]
     return Recommendation(
         model=model.id,
         workload=target,
@@ -121,6 +86,76 @@ def recommend(
         rejected=rejected,
         explanation=explanation,
         assumptions=assumptions(space, sla, offers),
+    )
+
+
+def _sizing(
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: Workload,
+    sla: Sla,
+    space: SearchSpace,
+    cal: Calibration,
+    progress: Progress | None,
+    objective: Objective,
+    uncertainty: Uncertainty | None,
+    confidence: float | None,
+) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan], AtConfidence | None]:
+    """``_sized`` at the point estimate, or at ``confidence`` (``confidence.py``) with its context."""
+    if confidence is None:
+        return (*_sized(model, offers, target, sla, space, cal, progress, objective), None)
+    if uncertainty is None:
+        raise ValueError("recommend at a confidence needs the error model (uncertainty=)")
+    at = AtConfidence(
+        model=model,
+        offers={o.gpu.id: o for o in offers},
+        target=target,
+        sla=sla,
+        cal=cal,
+        margins={
+            o.gpu.id: margin(model=uncertainty.model, calibrated=_fitted(cal, o), confidence=confidence)
+            for o in offers
+        },
+    )
+
+    def size(group: Sequence[GpuOffer], t: Workload, s: Sla) -> Sized:
+        return _sized(model, group, t, s, space, cal, progress, objective)
+
+    return (*size_at_confidence(context=at, size=size, calibrated=lambda o: _fitted(cal, o)), at)
+
+
+def _explanation(
+    model: ModelSpec,
+    best_per_gpu: Sequence[Plan],
+    rejected: Sequence[Rejection],
+    offers: Sequence[GpuOffer],
+    target: Workload,
+    sla: Sla,
+    ownership: OwnershipAssumptions | None,
+    at: AtConfidence | None,
+    confidence: float | None,
+    restated: Callable[[Plan], Plan],
+) -> list[str]:
+    """``explain``'s lines; at a confidence, of the plans restated at the target, with both counts."""
+    own = ownership or OwnershipAssumptions()
+    if at is None or confidence is None:
+        return explain(model, best_per_gpu, rejected, offers, target, sla, own)
+    lines = explain(model, [restated(p) for p in best_per_gpu[:4]], rejected, offers, target, sla, own)
+    best = restated(best_per_gpu[0])
+    lines.insert(1, confidence_line(best=best, confidence=confidence, margin=at.margins[best.gpu]))
+    return lines
+
+
+def _infeasible(
+    model: ModelSpec, offers: Sequence[GpuOffer], misses: dict[str, list[Miss]], rejected: Sequence[Rejection]
+) -> InfeasibleError:
+    """Nothing works: the nearest misses (budget and price reasons first)."""
+    nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
+    reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]
+    return InfeasibleError(
+        f"no plan for {model.id} meets the request on {len(offers)} GPU types",
+        nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
+        hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
     )
 
 
@@ -147,8 +182,11 @@ def _with_intervals(
     offers: Sequence[GpuOffer],
     target: Workload,
     cal: Calibration,
-    uncertainty: Uncertainty,
+    uncertainty: Uncertainty | None,
 ) -> Plan:
+    """``plan`` with its intervals (``intervals.py``); as it is without an error model."""
+    if uncertainty is None:
+        return plan
     gpu = next(o.gpu for o in offers if o.gpu.id == plan.gpu)
     replica = one_replica(model, gpu, plan.layout, target, cal)
     return with_intervals(plan=plan, replica=replica, target=target, uncertainty=uncertainty)

@@ -22,7 +22,6 @@ from gpuplan.adapters.scenario_files.deployment import (
 )
 from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL
 from gpuplan.core.errors import InfeasibleError, UserInputError
-from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.interfaces.cli import views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
@@ -374,47 +373,3 @@ RECOMMEND_FLAG_FIELDS = {
     "prices.max_usd_per_hour": "--budget",
 }
 """The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""
-
-
-@app.command()
-@guarded
-def validate(
-    cases: Annotated[Path, typer.Argument(help="a validation CSV (inference, inference_memory, ...)")],
-    grades: Annotated[str, typer.Option(help="quality grades to include")] = "A,B",
-    fit_out: Annotated[
-        Path | None, typer.Option(help="refit the calibration on these rows, write YAML here")
-    ] = None,
-    cross_validate: Annotated[
-        str | None, typer.Option(help="held-out error: refit without each 'gpu' or 'model' in turn")
-    ] = None,
-    intervals: Annotated[
-        bool, typer.Option("--intervals", help="give each row the error model's interval and report coverage")
-    ] = False,
-    interval: Annotated[
-        float | None, typer.Option(help="interval level, 0.5..0.99 (default 0.8; implies --intervals)")
-    ] = None,
-    catalog: CatalogOpt = None,
-    format: FormatOpt = "table",
-) -> None:
-    """Predict published measurements and report the error by metric and quality grade."""
-    # these load the simulator and scipy: only here
-    from gpuplan.usecases.calibration.crossval import cross_validate_file
-    from gpuplan.usecases.calibration.published_serving import refit_file
-    from gpuplan.usecases.validation import service as validation
-    from gpuplan.usecases.validation.intervals import DEFAULT_INTERVAL
-
-    chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
-    cat = catalog_from(catalog)
-    cal = default_calibration()
-    level = interval if interval is not None else DEFAULT_INTERVAL if intervals else None
-    if cross_validate is not None:
-        if level is not None:
-            raise UserInputError(
-                "--intervals does not combine with --cross-validate",
-                hint="the error model's held-out coverage is in docs/validate.md (Intervals)",
-            )
-        views.cross_validation(cross_validate_file(cases, cat, grades=chosen, by=cross_validate), fmt(format))
-        return
-    if fit_out is not None:
-        cal = refit_file(cases, cat, grades=chosen, out=fit_out)
-    views.validation(validation.validate(cases, cat, cal, grades=chosen, interval=level), fmt(format))

@@ -46,8 +46,16 @@ EARLIER_PLAN: dict[str, Any] = {
     "p99_capacity_rps_per_replica": None,
 }
 """One plan as ``recommend --format json`` wrote it before plans held a Layout (every key, in order)."""
-WRITTEN_PLAN: dict[str, Any] = {**EARLIER_PLAN, "p99_source": None}
-"""The same plan as written now: ``p99_source`` (where P99s came from) was added last."""
+WRITTEN_PLAN: dict[str, Any] = {
+    **EARLIER_PLAN,
+    "p99_source": None,
+    "count_at_point_estimate": None,
+    "low": None,
+    "high": None,
+    "interval": None,
+}
+"""The same plan as written now: ``p99_source`` (where P99s came from) was added, then the count at the
+point estimate and the intervals (``recommend --confidence``, issue 17), each last."""
 
 
 def _plan(layout: Layout) -> Plan:
