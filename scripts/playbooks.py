@@ -58,6 +58,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "docs" / "playbooks"
 TIMEOUT_S = 120
+PRICE_DATE = "2026-12-03"
+"""The date quotes are aged against in the playbooks (their stale flags), so a page does not drift by itself."""
 QUIET = " 2>/dev/null"
 BLOCK = re.compile(
     r"<!-- (?P<kind>run|background|wait-http):(?P<body>.*?)-->\n(?P<fence>```text\n(?:.*?\n)??```\n)?",
@@ -94,6 +96,7 @@ class Env:
             HOME=str(tmp / "home"),
             GPUPLAN_CONFIG_DIR=str(tmp / "config"),
             GPUPLAN_STORE=str(tmp / "results.sqlite"),
+            GPUPLAN_PRICE_DATE=PRICE_DATE,
         )
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", 0))

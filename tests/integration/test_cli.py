@@ -267,6 +267,8 @@ def test_recommend_p99_limits_size_on_the_simulator(invoke: Invoke) -> None:
         "L4",
         "--max-gpus",
         "8",
+        "--provider",
+        "AWS",
     ]
     data = _json(invoke, *args)
     assert data["plans"]

@@ -27,12 +27,20 @@ GOLDEN = ROOT / "tests" / "golden" / "json"
 INPUTS = GOLDEN / "inputs"
 UPDATE_ENV = "GPUPLAN_UPDATE_GOLDEN"
 REL_TOL = 1e-9
+PRICE_DATE = "2026-12-03"
+"""The date quotes are aged against (``GPUPLAN_PRICE_DATE``), so a quote's stale flag does not change the
+goldens as the calendar moves."""
 
 CASES: dict[str, tuple[str, ...]] = {
     "recommend-example": ("recommend", "--example"),
     "recommend-rate": (
         "recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "2048", "--output-tokens", "300",
         "--rate", "20", "--ttft-ms", "1000", "--tpot-ms", "50", "--gpus", "L4,A10G,L40S,H100-SXM",
+    ),
+    "recommend-rate-aws": (
+        "recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "2048", "--output-tokens", "300",
+        "--rate", "20", "--ttft-ms", "1000", "--tpot-ms", "50", "--gpus", "L4,A10G,L40S,H100-SXM",
+        "--provider", "AWS",
     ),
     "recommend-train": (
         "recommend", "--task", "train", "--model", "meta-llama/Llama-3.1-8B", "--tokens", "1e9",
@@ -86,7 +94,8 @@ def test_differences_sees_order_type_and_value_changes() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_json_output_matches_golden(invoke: Invoke, name: str) -> None:
+def test_json_output_matches_golden(invoke: Invoke, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUPLAN_PRICE_DATE", PRICE_DATE)
     run = invoke(*CASES[name], "--format", "json")
     assert run.exit_code == 0, run.output
     path = GOLDEN / f"{name}.json"

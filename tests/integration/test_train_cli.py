@@ -140,6 +140,8 @@ def test_recommend_task_finetune_ranks_training_plans() -> None:
             "2",
             "--global-batch",
             "8",
+            "--price-basis",
+            "hyperscaler",
             "--format",
             "json",
         ],

@@ -183,7 +183,8 @@ def test_errors_carry_the_cli_message(
             args += [flag, value]
     answer = client.post("/api/recommend", json={**RECOMMEND, **body_change})
     assert answer.status_code == status, answer.text
-    assert answer.json()["error"] == _cli_error(invoke, *args)
+    # the same rule in both; each names what its user typed: the CLI the flag, the page the field
+    assert answer.json()["error"] == _cli_error(invoke, *args).replace(f"{flags[0]}:", f"{field}:", 1)
     assert answer.json()["field"] == field
     assert answer.json()["exit_code"] == 1
 
@@ -417,7 +418,9 @@ def test_train_plan_errors_carry_the_cli_message(
     body = {k: v for k, v in {**TRAIN, **body_change}.items() if v is not None}
     answer = client.post("/api/train-plan", json=body)
     assert answer.status_code == status, answer.text
-    assert answer.json() == {"error": _cli_error(invoke, *args), "field": field, "exit_code": 1}
+    cli = _cli_error(invoke, *args)  # names the flag where the page names the field
+    expected = cli.replace(f"{flag}:", f"{field}:", 1) if field else cli
+    assert answer.json() == {"error": expected, "field": field, "exit_code": 1}
 
 
 def test_train_plan_infeasible_is_422_with_the_cli_message(client: TestClient, invoke: Invoke) -> None:
@@ -475,6 +478,7 @@ def test_docs_work_offline(client: TestClient) -> None:
 def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: Invoke) -> None:
     doc = {**RECOMMEND, "sla": {"ttft_p99_ms": 1500, "tpot_p99_ms": 80}, "hardware": {"gpus": ["L4"]}}
     doc["workload"] = {"input_tokens": 512, "output_tokens": 128, "rate_rps": 8}
+    doc["prices"] = {"provider": "AWS"}  # the GPU clouds of the default basis do not rent the L4
     web = client.post("/api/recommend", json=doc)
     assert web.status_code == 200, web.text
     flags = [
@@ -493,6 +497,8 @@ def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: In
         "80",
         "--gpus",
         "L4",
+        "--provider",
+        "AWS",
         "--format",
         "json",
     ]

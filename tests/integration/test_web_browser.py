@@ -198,7 +198,7 @@ def test_page_answers_like_the_api_and_shows_cli_errors(server: str, browser: An
     shown = _wait(
         browser, "the error next to input tokens", lambda d: d.find_element(By.ID, "err-input_tokens").text
     )
-    assert shown == cli_line
+    assert shown == cli_line.replace("--input-tokens:", "workload.input_tokens:")  # the CLI names its flag
     assert shown.startswith("error: workload.input_tokens")
 
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/api/" not in e["message"]]

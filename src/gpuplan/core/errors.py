@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -58,6 +58,18 @@ class GpuplanError(Exception):
     def one_line(self) -> str:
         """The message and the hint on one line, as the CLI prints it."""
         return f"{self.message} ({self.hint})" if self.hint else self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its state, not by calling ``__init__`` again (whose arguments differ per
+        branch), so an error crosses a process boundary whole (the web's isolated requests)."""
+        return (_restored, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restored(cls: type[GpuplanError], args: tuple[Any, ...], state: dict[str, Any]) -> GpuplanError:
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
 
 
 class UserInputError(GpuplanError):

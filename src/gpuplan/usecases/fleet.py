@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuplan.adapters.catalog.loader import Catalog, representative_price
+from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.catalog.product_names import gpu_from_label
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import parse_yaml_document
@@ -18,8 +18,10 @@ from gpuplan.core.errors import FileFormatError, InfeasibleError, UserInputError
 from gpuplan.core.fleet.planner import FleetPlan, TrainingAllocation, plan_fleet
 from gpuplan.core.fleet.pool_units import MIG_SEPARATOR, PoolUnit, mig_unit, parse_mig_ref, whole_gpu_unit
 from gpuplan.core.fleet.spec import FleetSpec, InventoryItem
+from gpuplan.core.pricing import PriceBasis
 from gpuplan.core.recommend.request import GpuOffer
 from gpuplan.data.bundled_calibration import default_calibration
+from gpuplan.usecases.pricing import price_basis
 from gpuplan.usecases.resolve import offers
 
 
@@ -38,36 +40,40 @@ def load_fleet(path: Path) -> FleetSpec:
     return parse_fleet(text, origin=str(path))
 
 
-def _offer(spec: FleetSpec, catalog: Catalog, gpu_id: str) -> GpuOffer:
-    """The catalog offer of one GPU; with ``price_provider``, that provider's representative quote."""
-    offer = offers(catalog, [gpu_id], price_kind=spec.price_kind)[0]
-    if spec.price_provider is None:
-        return offer
-    provider = spec.price_provider.casefold()
-    rows = [p for p in catalog.prices_for(gpu_id, spec.price_kind) if p.provider.casefold() == provider]
-    price = representative_price(rows)
-    if price is None:
-        raise UserInputError(
-            f"no {spec.price_kind} price from {spec.price_provider} for {gpu_id} in the catalog",
-            hint="drop price_provider, or add a price with --catalog",
-        )
-    return offer.model_copy(
-        update={
-            "usd_per_gpu_hour": price.usd,
-            "price_source": f"{price.provider} {price.as_of} {price.source_url}",
-        }
-    )
+def _offer(spec: FleetSpec, catalog: Catalog, gpu_id: str, basis: PriceBasis) -> GpuOffer:
+    """The offer of one GPU on the fleet's price basis; one provider that does not quote it is an error."""
+    offer = offers(catalog, [gpu_id], price_kind=spec.price_kind, basis=basis)[0]
+    if offer.price_missing and basis.key.startswith("provider:"):
+        raise UserInputError(offer.price_missing)
+    return offer
 
 
-def pool_units(spec: FleetSpec, catalog: Catalog) -> list[PoolUnit]:
-    """Whole-GPU units of ``spec.gpus`` and the MIG slices of ``spec.mig_profiles``."""
+def pool_units(spec: FleetSpec, catalog: Catalog, basis: PriceBasis | None = None) -> list[PoolUnit]:
+    """Whole-GPU units of ``spec.gpus`` and the MIG slices of ``spec.mig_profiles``, priced on ``basis``
+    (default: the fleet file's ``price_provider``, else the market median)."""
+    basis = basis or fleet_price_basis(spec, catalog)
     ids = dict.fromkeys(gpu_from_label(catalog, g)[0].id for g in spec.gpus)
-    units = [whole_gpu_unit(_offer(spec, catalog, gid)) for gid in ids]
+    units = [whole_gpu_unit(_offer(spec, catalog, gid, basis)) for gid in ids]
     for ref in spec.mig_profiles:
         gpu_name, profile = parse_mig_ref(ref)
         gpu = gpu_from_label(catalog, gpu_name)[0]
-        units.append(mig_unit(_offer(spec, catalog, gpu.id), profile))
+        units.append(mig_unit(_offer(spec, catalog, gpu.id, basis), profile))
     return units
+
+
+def fleet_price_basis(
+    spec: FleetSpec, catalog: Catalog, *, provider: str | None = None, basis: str | None = None
+) -> PriceBasis:
+    """The fleet's price basis: ``--provider`` / ``--price-basis``, or the file's ``price_provider``
+    (one of them: both is an error naming the two), else the market median."""
+    if spec.price_provider is not None and (provider is not None or basis is not None):
+        flag = "--provider" if provider is not None else "--price-basis"
+        raise UserInputError(
+            f"{flag} and the fleet file's price_provider both choose the price basis", hint="give one of them"
+        )
+    if spec.price_provider is not None:
+        return price_basis(catalog, provider=spec.price_provider, provider_flag="price_provider")
+    return price_basis(catalog, provider=provider, basis=basis)
 
 
 def owned_units(items: list[InventoryItem], catalog: Catalog) -> dict[str, int]:
@@ -117,8 +123,10 @@ def _inventory_item(row: dict[str, object], path: Path, index: int) -> Inventory
     )
 
 
-def training_allocations(spec: FleetSpec, catalog: Catalog) -> list[TrainingAllocation]:
-    """Cheapest plan meeting each training job's deadline, on the fleet's whole-GPU types."""
+def training_allocations(
+    spec: FleetSpec, catalog: Catalog, basis: PriceBasis | None = None
+) -> list[TrainingAllocation]:
+    """Cheapest plan meeting each training job's deadline, on the fleet's whole-GPU types and price basis."""
     from gpuplan.usecases.train import TrainPlanRequest, plan_training
 
     gpus = tuple(dict.fromkeys(gpu_from_label(catalog, g)[0].id for g in spec.gpus))
@@ -136,7 +144,7 @@ def training_allocations(spec: FleetSpec, catalog: Catalog) -> list[TrainingAllo
             objective="cost",
         )
         try:
-            best = plan_training(req, catalog).plans[0]
+            best = plan_training(req, catalog, basis=basis).plans[0]
         except InfeasibleError as exc:
             raise InfeasibleError(f"fleet infeasible: training job {job.name!r}: {exc.message}") from None
         per_run = best.cost.usd_by_price_kind.get(spec.price_kind) or best.cost.usd_by_price_kind.get(
@@ -163,18 +171,27 @@ def training_allocations(spec: FleetSpec, catalog: Catalog) -> list[TrainingAllo
 
 
 def plan_from_spec(
-    spec: FleetSpec, catalog: Catalog, *, inventory: Path | None = None, cal: Calibration | None = None
+    spec: FleetSpec,
+    catalog: Catalog,
+    *,
+    inventory: Path | None = None,
+    cal: Calibration | None = None,
+    provider: str | None = None,
+    basis: str | None = None,
 ) -> FleetPlan:
-    """Resolve everything, then plan; errors are one-line gpuplan errors."""
-    units = pool_units(spec, catalog)
+    """Resolve everything, then plan; errors are one-line gpuplan errors. ``provider`` / ``basis`` are
+    ``--provider`` / ``--price-basis`` (see :func:`fleet_price_basis`)."""
+    chosen = fleet_price_basis(spec, catalog, provider=provider, basis=basis)
+    units = pool_units(spec, catalog, chosen)
     items = list(spec.inventory) + (inventory_items(inventory) if inventory else [])
     owned = owned_units(items, catalog)
     models = {c.model: get_model(c.model) for c in spec.classes}
-    return plan_fleet(
+    plan = plan_fleet(
         spec,
         models,
         units,
         cal=cal or default_calibration(),
         owned_units=owned,
-        training=training_allocations(spec, catalog),
+        training=training_allocations(spec, catalog, chosen),
     )
+    return plan.model_copy(update={"price_basis": chosen})

@@ -6,6 +6,8 @@ Resolves the scenario's model, GPU and layout (:mod:`gpuplan.usecases.resolve`),
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
@@ -16,8 +18,10 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import InferencePrediction, predict_inference
 from gpuplan.core.perf.layout import Layout
+from gpuplan.core.pricing import PriceBasis, PriceQuote, typed_quote
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
+from gpuplan.usecases.pricing import scenario_price_basis
 from gpuplan.usecases.resolve import check_generation, deployment_gpu, deployment_layout
 
 
@@ -31,6 +35,10 @@ class PredictResult(FrozenModel):
     prediction: InferencePrediction
     usd_per_hour: float | None
     usd_per_million_output_tokens: float | None
+    price_basis: PriceBasis | None = None
+    price_quote: PriceQuote | None = Field(
+        default=None, description="the quote usd_per_hour comes from; null when the basis gives the GPU none"
+    )
 
 
 def predict_from_scenario(
@@ -47,8 +55,14 @@ def predict_from_scenario(
     prediction = predict_inference(
         model, gpu, layout, workload, cal=cal or default_calibration(), max_model_len=sc.max_model_len
     )
-    price = sc.prices.usd_per_gpu_hour or (p.usd if (p := catalog.price(gpu.id, sc.prices.kind)) else None)
-    per_hour = price * layout.num_gpus if price else None
+    basis = scenario_price_basis(sc, catalog)
+    typed = sc.prices.usd_per_gpu_hour
+    quote = (
+        typed_quote(usd_per_gpu_hour=typed, kind=sc.prices.kind)
+        if typed
+        else catalog.quote(gpu.id, sc.prices.kind, basis)
+    )
+    per_hour = quote.usd_per_gpu_hour * layout.num_gpus if quote else None
     per_m = (
         usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=prediction.output_tokens_per_s)
         if per_hour
@@ -62,4 +76,6 @@ def predict_from_scenario(
         prediction=prediction,
         usd_per_hour=per_hour,
         usd_per_million_output_tokens=per_m,
+        price_basis=basis,
+        price_quote=quote,
     )

@@ -19,11 +19,13 @@ from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.pricing import PriceBasis
 from gpuplan.core.recommend import recommend
 from gpuplan.core.recommend.request import Recommendation, SearchSpace
 from gpuplan.core.sim.simulator import Progress
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.predict import predict_from_scenario
+from gpuplan.usecases.pricing import scenario_price_basis
 from gpuplan.usecases.resolve import check_generation, offers
 
 SCALING_GPU_COUNTS = (1, 2, 4, 8)
@@ -48,11 +50,12 @@ def recommend_from_scenario(
     *,
     spec: ModelSpec | None = None,
     progress: Progress | None = None,
+    basis: PriceBasis | None = None,
     uncertainty: Uncertainty | None = None,
-    confidence: float | None = None,
 ) -> Recommendation:
-    """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``;
-    ``uncertainty``: intervals on the plans; ``confidence``: plans sized at that quantile of its error model."""
+    """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``.
+    Every GPU is priced on ``basis`` (default: the market median, :func:`price_basis`); ``uncertainty``:
+    intervals on the plans, and plans sized at its ``confidence``."""
     model = spec or get_model(sc.model)
     check_generation(model, sc)
     target = sc.workload.serving_target()
@@ -65,9 +68,12 @@ def recommend_from_scenario(
         max_usd_per_hour=sc.prices.max_usd_per_hour,
     )
     gpus = sc.hardware.gpus or ([sc.hardware.gpu] if sc.hardware.gpu else None)
+    basis = basis or scenario_price_basis(sc, catalog)
     return recommend(
         model,
-        offers(catalog, gpus, price_kind=sc.prices.kind, usd_per_gpu_hour=sc.prices.usd_per_gpu_hour),
+        offers(
+            catalog, gpus, price_kind=sc.prices.kind, usd_per_gpu_hour=sc.prices.usd_per_gpu_hour, basis=basis
+        ),
         target,
         sla=sc.sla,
         space=space,
@@ -75,8 +81,8 @@ def recommend_from_scenario(
         cal=cal or default_calibration(),
         ownership=sc.ownership,
         progress=progress,
+        price_basis=basis,
         uncertainty=uncertainty,
-        confidence=confidence,
     )
 
 

@@ -23,7 +23,9 @@ from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import check_context_window, check_generative
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
+from gpuplan.core.pricing import PriceBasis, PriceQuote, missing_quote, typed_quote
 from gpuplan.core.recommend.request import GpuOffer
+from gpuplan.usecases.pricing import price_basis
 
 
 def offers(
@@ -32,28 +34,42 @@ def offers(
     *,
     price_kind: str = "on_demand",
     usd_per_gpu_hour: float | None = None,
+    basis: PriceBasis | None = None,
 ) -> list[GpuOffer]:
-    """GPU offers with prices; ``usd_per_gpu_hour`` overrides the catalog (only with one GPU)."""
+    """GPU offers priced on one basis (default: the market median); ``usd_per_gpu_hour`` overrides the
+    catalog (only with one GPU). A GPU the basis does not quote carries ``price_missing``, saying so."""
     ids = list(gpu_ids) if gpu_ids else catalog.gpu_ids()
     if usd_per_gpu_hour is not None and len(ids) != 1:
         raise UserInputError("a price override needs exactly one GPU", hint="pass --gpus with one id")
+    basis = basis or price_basis(catalog)
     result = []
     for gid in ids:
         gpu = catalog.get_gpu(gid)
-        price = catalog.price(gpu.id, price_kind)
+        if usd_per_gpu_hour is not None:
+            quote: PriceQuote | None = typed_quote(usd_per_gpu_hour=usd_per_gpu_hour, kind=price_kind)
+        else:
+            quote = catalog.quote(gpu.id, price_kind, basis)
         purchase = catalog.price(gpu.id, "purchase")
         result.append(
             GpuOffer(
                 gpu=gpu,
-                usd_per_gpu_hour=usd_per_gpu_hour or (price.usd if price else None),
-                price_source="user override"
-                if usd_per_gpu_hour
-                else (f"{price.provider} {price.as_of} {price.source_url}" if price else ""),
+                usd_per_gpu_hour=quote.usd_per_gpu_hour if quote else None,
+                price_source=_source(quote),
                 price_kind=price_kind,
                 purchase_usd=purchase.usd if purchase else None,
+                price_quote=quote,
+                price_missing="" if quote else missing_quote(gpu=gpu.id, kind=price_kind, basis=basis),
             )
         )
     return result
+
+
+def _source(quote: PriceQuote | None) -> str:
+    if quote is None:
+        return ""
+    if quote.origin == "user override":
+        return "user override"
+    return f"{quote.provider} {quote.as_of} {quote.source_url}"
 
 
 def check_generation(model: ModelSpec, sc: ScenarioFile) -> None:

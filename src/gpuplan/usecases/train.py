@@ -19,6 +19,7 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import MAX_GPU_COUNT
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import usable_memory_bytes
+from gpuplan.core.pricing import PriceBasis, PriceQuote, missing_quote
 from gpuplan.core.training.flops import MFU_CONVENTION
 from gpuplan.core.training.memory import TrainingMemory, training_memory
 from gpuplan.core.training.plan import TrainingCost, training_cost
@@ -38,6 +39,7 @@ from gpuplan.core.training.spec import (
 from gpuplan.core.training.step import StepPrediction, predict_step
 from gpuplan.core.units import GIB
 from gpuplan.data.bundled_calibration import default_training_calibration
+from gpuplan.usecases.pricing import price_basis
 
 MIN_INTER_NODE_GBPS = 1.0
 """Slowest scale-out link accepted: 1 Gb/s Ethernet."""
@@ -84,6 +86,12 @@ class TrainPlan(FrozenModel):
     step: StepPrediction
     memory_gib_per_gpu: float
     cost: TrainingCost
+    price_quote: PriceQuote | None = Field(
+        default=None, description="the on-demand quote the plan is priced from, on the answer's price basis"
+    )
+    price_missing: str = Field(
+        default="", description="why the price basis gives this GPU no on-demand price"
+    )
     memory: TrainingMemory = Field(
         exclude=True, description="memory by part of the most loaded GPU (not in the JSON answer)"
     )
@@ -105,6 +113,7 @@ class TrainPlanResult(FrozenModel):
     tokens: float
     mfu_convention: str = MFU_CONVENTION
     factors: TrainingFactors
+    price_basis: PriceBasis | None = None
     plans: list[TrainPlan]
     rejected: list[tuple[str, str]]
 
@@ -229,6 +238,7 @@ def _plan(
     model: ModelSpec,
     job: TrainingJob,
     cal: TrainingCalibration,
+    basis: PriceBasis,
 ) -> tuple[TrainPlan | None, str]:
     gpu = catalog.get_gpu(gpu_id)
     found = search_layouts(model, gpu, job, count, cal)
@@ -236,7 +246,9 @@ def _plan(
         reason = found.rejected[-1][1] if found.rejected else "no layout"
         return None, f"nothing fits: {reason}"
     best = found.candidates[0]
-    prices = {k: p.usd for k in PRICE_KINDS if (p := catalog.price(gpu.id, k)) is not None}
+    quotes = {k: q for k in PRICE_KINDS if (q := catalog.quote(gpu.id, k, basis)) is not None}
+    missing = "" if "on_demand" in quotes else missing_quote(gpu=gpu.id, kind="on_demand", basis=basis)
+    prices = {k: q.usd_per_gpu_hour for k, q in quotes.items()}
     cost = training_cost(
         tokens=req.tokens,
         tokens_per_s=best.step.tokens_per_s,
@@ -251,6 +263,8 @@ def _plan(
         step=best.step,
         memory_gib_per_gpu=best.memory.total_bytes / GIB,
         cost=cost,
+        price_quote=quotes.get("on_demand"),
+        price_missing=missing,
         memory=best.memory,
     )
     if req.deadline_hours is not None and cost.wall_hours > req.deadline_hours:
@@ -263,10 +277,17 @@ def _cost_key(plan: TrainPlan) -> float:
 
 
 def plan_training(
-    req: TrainPlanRequest, catalog: Catalog, cal: TrainingCalibration | None = None
+    req: TrainPlanRequest,
+    catalog: Catalog,
+    cal: TrainingCalibration | None = None,
+    *,
+    basis: PriceBasis | None = None,
 ) -> TrainPlanResult:
     """Rank GPU × count × layout plans for a training job; InfeasibleError when none fits. ``cal``: the
-    training factors (a ``--calibration`` profile, loaded once by the caller); None: the bundled ones."""
+    training factors (a ``--calibration`` profile, loaded once by the caller); None: the bundled ones.
+    Every GPU is priced on ``basis`` (default: the market median); by cost, a GPU it does not quote is
+    rejected."""
+    basis = basis or price_basis(catalog)
     model = model_for_seq_len(get_model(req.model), req.seq_len)
     job = training_job(req, model)
     factors = planning_calibration(req, cal)
@@ -274,10 +295,14 @@ def plan_training(
     plans: list[TrainPlan] = []
     rejected: list[tuple[str, str]] = []
     for gpu_id in gpu_ids:
+        if req.objective == "cost" and catalog.quote(gpu_id, "on_demand", basis) is None:
+            gid = catalog.get_gpu(gpu_id).id
+            rejected.append((gid, missing_quote(gpu=gid, kind="on_demand", basis=basis)))
+            continue
         for count in _counts(req.max_gpus):
             if job.global_batch % count and count > 1:
                 continue
-            plan, why = _plan(req, catalog, gpu_id, count, model, job, factors)
+            plan, why = _plan(req, catalog, gpu_id, count, model, job, factors, basis)
             if plan is not None:
                 plans.append(plan)
             else:
@@ -292,6 +317,7 @@ def plan_training(
         method=job.method,
         tokens=req.tokens,
         factors=training_factors(factors, catalog),
+        price_basis=basis,
         plans=plans[:PLAN_LIMIT],
         rejected=rejected,
     )

@@ -31,6 +31,7 @@ from typing import Any, get_args
 from gpuplan.adapters.catalog._parse import load_yaml, read_prices_csv, validate_gpu, validate_price
 from gpuplan.core.errors import DataError, FileFormatError, GpuplanError, UnknownNameError, closest
 from gpuplan.core.hardware import GpuSpec, PriceEntry, PriceKind, Vendor
+from gpuplan.core.pricing import PriceBasis, PriceQuote, median_quote, quote_on_basis
 from gpuplan.data import bundled
 
 CONFIG_DIR_ENV = "GPUPLAN_CONFIG_DIR"
@@ -65,28 +66,9 @@ def build_index(specs: Iterable[GpuSpec], origin: str, error: type[GpuplanError]
 
 
 def representative_price(entries: Sequence[PriceEntry]) -> PriceEntry | None:
-    """The default price policy: the lower median, across providers, of each provider's latest quote.
-
-    For each provider only its most recent ``as_of`` counts (an old snapshot is superseded by that
-    provider's newer quote, e.g. AWS before/after its June-2025 cut); if it has several rows on that
-    date (instance shapes, tiers) its own lower median is taken. The lower median of those per-provider
-    values is returned. Why: one outlier (a hyperscaler list price, a promo) cannot move a median; the
-    lower median is an actual observation, so the returned entry keeps its real source URL and date;
-    and ties lean to the cheaper quote, which is what a buyer shopping around can get.
-    """
-    by_provider: dict[str, list[PriceEntry]] = {}
-    for entry in entries:
-        by_provider.setdefault(entry.provider.casefold(), []).append(entry)
-    latest = []
-    for rows in by_provider.values():
-        newest = max(r.as_of for r in rows)
-        latest.append(_median_low([r for r in rows if r.as_of == newest]))
-    return _median_low(latest) if latest else None
-
-
-def _median_low(rows: Sequence[PriceEntry]) -> PriceEntry:
-    ordered = sorted(rows, key=lambda r: (r.usd, r.provider, r.region, r.notes))
-    return ordered[(len(ordered) - 1) // 2]
+    """The default price policy, :func:`gpuplan.core.pricing.median_quote`: the lower median, across
+    providers, of each provider's latest quote (kept here for callers of the catalog)."""
+    return median_quote(entries)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,6 +78,8 @@ class Catalog:
 
     gpus: Mapping[str, GpuSpec]
     prices: tuple[PriceEntry, ...] = ()
+    user_priced: frozenset[tuple[str, str]] = frozenset()
+    """(gpu id, kind) pairs whose prices the user gave (config dir, ``--catalog``): used on any basis."""
     _index: Mapping[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -138,6 +122,17 @@ class Catalog:
         """One representative price (see :func:`representative_price`), or ``None`` if none is known."""
         return representative_price(self.prices_for(gpu_id, kind))
 
+    def quote(self, gpu_id: str, kind: str, basis: PriceBasis) -> PriceQuote | None:
+        """The quote of ``gpu_id`` and ``kind`` on ``basis`` (the user's own prices on any basis), or
+        ``None`` when no provider of the basis quotes it."""
+        gid = self.get_gpu(gpu_id).id
+        user = (gid, kind) in self.user_priced
+        return quote_on_basis(entries=self.prices_for(gid, kind), basis=basis, user_given=user)
+
+    def cloud_providers(self) -> list[str]:
+        """Every provider with a cloud (not purchase) quote, a user's own included."""
+        return sorted({p.provider for p in self.prices if p.kind != "purchase"}, key=str.casefold)
+
 
 def _listing_key(spec: GpuSpec) -> tuple[int, int, float, str]:
     return (_VENDOR_ORDER.get(spec.vendor, len(_VENDOR_ORDER)), spec.launch_year, spec.memory_bytes, spec.id)
@@ -150,6 +145,7 @@ class _Builder:
         self.gpus: dict[str, GpuSpec] = {}
         self.prices: list[PriceEntry] = []
         self.index: dict[str, str] = {}
+        self.user_priced: set[tuple[str, str]] = set()
 
     def resolve(self, name: str) -> str | None:
         return self.index.get(normalize_name(name))
@@ -190,9 +186,10 @@ class _Builder:
             resolved.append(entry.model_copy(update={"gpu": gpu_id}))
         replaced = {(e.gpu, e.kind) for e in resolved}
         self.prices = [p for p in self.prices if (p.gpu, p.kind) not in replaced] + resolved
+        self.user_priced |= replaced  # only user layers set prices (the bundled ones are loaded whole)
 
     def freeze(self) -> Catalog:
-        return Catalog(gpus=self.gpus, prices=tuple(self.prices))
+        return Catalog(gpus=self.gpus, prices=tuple(self.prices), user_priced=frozenset(self.user_priced))
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,13 +10,14 @@ writes to the results store whose URL is in a Secret.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from gpuplan.adapters.k8s.engine_args import CONTAINER_PORT, HEALTH_PATH, IMAGES, Engine, EngineArgs, command
 from gpuplan.adapters.k8s.labels import GPU_RESOURCE, MEMORY_LABEL, PRODUCT_LABEL, mig_resource
-from gpuplan.adapters.k8s.pools import PoolDeployment
+from gpuplan.adapters.k8s.pools import MEMORY_LABEL_FLOOR, PoolDeployment
 
 Obj = dict[str, Any]
 MANAGED_BY = "gpuplan"
@@ -27,8 +28,21 @@ NON_ROOT_UID = 1000
 """Any non-zero UID; the cache and /dev/shm are emptyDirs, so the engines need no root-owned path."""
 CPU_PER_GPU, MEMORY_GIB_PER_GPU = 4, 16
 """Host requests per GPU: tokenisation / scheduler threads and room to stage weights on load."""
+CPU_LIMIT_FACTOR = 2
+"""CPU limit over the request: room for weight loading and tokenisation bursts without the CFS
+throttling a limit equal to the request brings to the scheduler thread. Memory's limit is its request
+(a pod over it is OOM-killed alone instead of squeezing its node's other pods)."""
+CACHE_BYTES_PER_GPU_BYTE = 2.0
+"""Model-cache emptyDir ``sizeLimit`` per byte of the replica's GPU memory: the weights fit in GPU
+memory, and a checkpoint quantised at start-up (fp8 from bf16) is at most twice their size."""
+READ_ONLY_ROOT_ENGINES = frozenset({"vllm", "sglang"})
+"""Engines given a read-only root filesystem: they write only under $HOME (=/cache: HF, Triton and
+torch.compile caches), /tmp and /dev/shm, all emptyDirs here. TGI keeps a writable root (its image
+writes under /data and /usr/src by default)."""
 SHM_GIB = 8
 """/dev/shm for NCCL and the engines' IPC (Docker's 64 MiB default breaks TP > 1)."""
+TMP_GIB = 4
+"""/tmp emptyDir (the root filesystem is read-only): compiler and IPC scratch files."""
 STARTUP_PROBE_PERIOD_S, STARTUP_PROBE_FAILURES = 10, 180
 """Up to 30 min to download and load weights before liveness applies."""
 BENCH_DURATION_S = 120
@@ -67,8 +81,13 @@ def pod_security_context() -> Obj:
     }
 
 
-def container_security_context() -> Obj:
-    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
+def container_security_context(*, read_only_root: bool) -> Obj:
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "readOnlyRootFilesystem": read_only_root,
+    }
 
 
 def namespace(name: str) -> Obj:
@@ -94,12 +113,19 @@ def priority_class(tier: str) -> Obj:
 
 def _resources(pool: PoolDeployment) -> Obj:
     gpus = pool.layout.gpus_per_replica
-    limits = {mig_resource(pool.mig_profile): 1} if pool.mig_profile else {GPU_RESOURCE: gpus}
+    accelerators = {mig_resource(pool.mig_profile): 1} if pool.mig_profile else {GPU_RESOURCE: gpus}
     host = 1 if pool.mig_profile else gpus
+    memory = f"{MEMORY_GIB_PER_GPU * host}Gi"
     return {
-        "requests": {"cpu": str(CPU_PER_GPU * host), "memory": f"{MEMORY_GIB_PER_GPU * host}Gi"},
-        "limits": limits,
+        "requests": {"cpu": str(CPU_PER_GPU * host), "memory": memory},
+        "limits": {"cpu": str(CPU_LIMIT_FACTOR * CPU_PER_GPU * host), "memory": memory, **accelerators},
     }
+
+
+def cache_size_limit(pool: PoolDeployment) -> str:
+    """The model cache's ``sizeLimit``: ``CACHE_BYTES_PER_GPU_BYTE`` × the replica's nominal GPU memory."""
+    nominal_gib = pool.min_memory_mib / MEMORY_LABEL_FLOOR / 1024
+    return f"{math.ceil(CACHE_BYTES_PER_GPU_BYTE * nominal_gib * pool.layout.gpus_per_replica)}Gi"
 
 
 def _probes(path: str) -> Obj:
@@ -141,8 +167,12 @@ def _engine_container(pool: PoolDeployment, engine: Engine) -> Obj:
             },
         ],
         "resources": _resources(pool),
-        "volumeMounts": [{"name": "cache", "mountPath": "/cache"}, {"name": "dshm", "mountPath": "/dev/shm"}],
-        "securityContext": container_security_context(),
+        "volumeMounts": [
+            {"name": "cache", "mountPath": "/cache"},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+        "securityContext": container_security_context(read_only_root=engine in READ_ONLY_ROOT_ENGINES),
         **probes,
     }
 
@@ -168,11 +198,13 @@ def deployment(pool: PoolDeployment, engine: Engine, ns: str | None) -> Obj:
         "priorityClassName": f"gpuplan-{pool.tier}",
         **_node_placement(pool),
         "securityContext": pod_security_context(),
+        "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": 60,
         "containers": [_engine_container(pool, engine)],
         "volumes": [
-            {"name": "cache", "emptyDir": {}},
+            {"name": "cache", "emptyDir": {"sizeLimit": cache_size_limit(pool)}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{SHM_GIB}Gi"}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": f"{TMP_GIB}Gi"}},
         ],
     }
     return {
@@ -251,9 +283,10 @@ def bench_job(pools: Sequence[PoolDeployment], fleet: str, ns: str | None, image
         "name": "bench",
         "image": image,
         "command": ["sh", "-c", _bench_script(pools, ns)],
-        "env": [{"name": "GPUPLAN_STORE", "valueFrom": store}],
-        "resources": {"requests": {"cpu": "2", "memory": "2Gi"}},
-        "securityContext": container_security_context(),
+        "env": [{"name": "GPUPLAN_STORE", "valueFrom": store}, {"name": "HOME", "value": "/tmp"}],
+        "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}},
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "securityContext": container_security_context(read_only_root=True),
     }
     return {
         "apiVersion": "batch/v1",
@@ -270,7 +303,9 @@ def bench_job(pools: Sequence[PoolDeployment], fleet: str, ns: str | None, image
                 "spec": {
                     "restartPolicy": "Never",
                     "securityContext": pod_security_context(),
+                    "automountServiceAccountToken": False,
                     "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": f"{TMP_GIB}Gi"}}],
                 },
             },
         },

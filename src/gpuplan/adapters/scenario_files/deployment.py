@@ -68,6 +68,14 @@ class PricesSection(FiniteModel):
     usd_per_gpu_hour: float | None = Field(default=None, gt=0)
     kind: Literal["on_demand", "spot", "reserved_1y", "reserved_3y"] = "on_demand"
     max_usd_per_hour: float | None = Field(default=None, gt=0)
+    provider: str | None = Field(
+        default=None, description="price every GPU from this provider's quotes only (recommend's --provider)"
+    )
+    basis: str | None = Field(
+        default=None,
+        description="price basis: market-median (default), hyperscaler, specialist or marketplace "
+        "(recommend's --price-basis)",
+    )
 
 
 class DeploymentDocument(FiniteModel):

@@ -29,10 +29,12 @@ its reason are those of ``usecases/validation/regimes.py`` (the regimes the resi
 
 
 class Uncertainty(FrozenModel):
-    """The error model and the level of the intervals shown (``--interval``)."""
+    """The error model, the level of the intervals shown (``--interval``) and the confidence plans are
+    sized at (``recommend --confidence``; None: the point estimate)."""
 
     model: ErrorModel
     level: float = Field(default=DEFAULT_LEVEL, ge=MIN_LEVEL, le=MAX_LEVEL)
+    confidence: float | None = Field(default=None, ge=MIN_LEVEL, le=MAX_LEVEL)
 
 
 class IntervalSource(FrozenModel):

@@ -21,6 +21,7 @@ from gpuplan.core.fleet.sizing import PoolOption, SizingMiss, class_space, size_
 from gpuplan.core.fleet.spec import FleetSpec, WorkloadClass
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.pricing import PriceBasis
 from gpuplan.core.recommend.request import Plan
 from gpuplan.core.workload import Workload
 
@@ -92,6 +93,7 @@ class FleetPlan(FrozenModel):
     name: str
     engine: str
     search: str
+    price_basis: PriceBasis | None = None
     pools: list[FleetPool]
     tiers: list[TierSummary]
     training: list[TrainingAllocation]

@@ -66,6 +66,8 @@ def mig_unit(offer: GpuOffer, profile_name: str) -> PoolUnit:
             usd_per_gpu_hour=price,
             price_source=f"{offer.price_source} / {profile.max_instances} slices".strip(),
             purchase_usd=offer.purchase_usd / profile.max_instances if offer.purchase_usd else None,
+            price_quote=offer.price_quote,
+            price_missing=offer.price_missing,
         ),
     )
 

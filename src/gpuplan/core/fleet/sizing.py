@@ -77,7 +77,11 @@ def size_class(
 ) -> PoolOption | SizingMiss:
     """The cheapest pool of ``unit`` that serves ``target`` within ``sla``, or why none does."""
     if unit.offer.usd_per_gpu_hour is None:
-        return SizingMiss(workload_class=name, unit=unit.id, reason=f"no price for {unit.parent.id}")
+        return SizingMiss(
+            workload_class=name,
+            unit=unit.id,
+            reason=unit.offer.price_missing or f"no price for {unit.parent.id}",
+        )
     plans, misses = search(model, [unit.offer], target, sla, space, cal=cal)
     if not plans:
         nearest = min((m for ms in misses.values() for m in ms), key=lambda m: m.distance, default=None)

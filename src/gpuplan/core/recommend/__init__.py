@@ -9,6 +9,7 @@ from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.pricing import PriceBasis
 from gpuplan.core.recommend.confidence import (
     AtConfidence,
     Sized,
@@ -49,17 +50,16 @@ def recommend(
     ownership: OwnershipAssumptions | None = None,
     progress: Progress | None = None,
     uncertainty: Uncertainty | None = None,
-    confidence: float | None = None,
+    price_basis: PriceBasis | None = None,
 ) -> Recommendation:
     """Search, rank and explain for a ``rate`` or ``concurrency`` target; InfeasibleError (exit 2) with the
     nearest misses when nothing works. ``progress``: share done of the P99 sizing; ``uncertainty``: intervals
-    on the plans shown (``intervals.py``); ``confidence``: plans sized at that quantile (``confidence.py``)."""
+    (``intervals.py``) and sizing at its confidence (``confidence.py``); unquoted offers are not ranked."""
     target = _serving(target)
-    sla = sla or Sla()
-    space = space or SearchSpace()
-    plans, misses, shown_as, at = _sizing(
-        model, offers, target, sla, space, cal, progress, objective, uncertainty, confidence
-    )
+    sla, space = sla or Sla(), space or SearchSpace()
+    all_offers, offers, no_quote = _quoted(offers)
+    sizing = _sizing(model, offers, target, sla, space, cal, progress, objective, uncertainty)
+    plans, misses, shown_as, at = sizing
     budget = space.max_usd_per_hour
     over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
     unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
@@ -69,23 +69,24 @@ def recommend(
     shown = _shown(ranked, best_per_gpu)
     winners = {p.gpu for p in ranked}
     rejected = _rejections(misses, over, winners, budget)
-    rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown)
+    rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown) + no_quote
     if not ranked:
-        raise _infeasible(model, offers, misses, rejected)
+        raise _infeasible(model, all_offers, misses, rejected)
     restated = _once(shown_as)
     explanation = _explanation(
-        model, best_per_gpu, rejected, offers, target, sla, ownership, at, confidence, restated
+        model, best_per_gpu, rejected, all_offers, target, sla, ownership, at, restated
     )
     shown_plans = [_with_intervals(restated(p), model, offers, target, cal, uncertainty) for p in shown]
     return Recommendation(
         model=model.id,
         workload=target,
         objective=objective,
-        confidence=confidence,
+        price_basis=price_basis,
+        confidence=at.confidence if at else None,
         plans=shown_plans,
         rejected=rejected,
         explanation=explanation,
-        assumptions=assumptions(space, sla, offers),
+        assumptions=assumptions(space, sla, offers, price_basis),
     )
 
 
@@ -99,14 +100,13 @@ def _sizing(
     progress: Progress | None,
     objective: Objective,
     uncertainty: Uncertainty | None,
-    confidence: float | None,
 ) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan], AtConfidence | None]:
-    """``_sized`` at the point estimate, or at ``confidence`` (``confidence.py``) with its context."""
-    if confidence is None:
+    """``_sized`` at the point estimate, or at the uncertainty's confidence (``confidence.py``) with its context."""
+    if uncertainty is None or uncertainty.confidence is None:
         return (*_sized(model, offers, target, sla, space, cal, progress, objective), None)
-    if uncertainty is None:
-        raise ValueError("recommend at a confidence needs the error model (uncertainty=)")
+    confidence = uncertainty.confidence
     at = AtConfidence(
+        confidence=confidence,
         model=model,
         offers={o.gpu.id: o for o in offers},
         target=target,
@@ -133,16 +133,15 @@ def _explanation(
     sla: Sla,
     ownership: OwnershipAssumptions | None,
     at: AtConfidence | None,
-    confidence: float | None,
     restated: Callable[[Plan], Plan],
 ) -> list[str]:
     """``explain``'s lines; at a confidence, of the plans restated at the target, with both counts."""
     own = ownership or OwnershipAssumptions()
-    if at is None or confidence is None:
+    if at is None:
         return explain(model, best_per_gpu, rejected, offers, target, sla, own)
     lines = explain(model, [restated(p) for p in best_per_gpu[:4]], rejected, offers, target, sla, own)
     best = restated(best_per_gpu[0])
-    lines.insert(1, confidence_line(best=best, confidence=confidence, margin=at.margins[best.gpu]))
+    lines.insert(1, confidence_line(best=best, confidence=at.confidence, margin=at.margins[best.gpu]))
     return lines
 
 
@@ -190,6 +189,16 @@ def _with_intervals(
     gpu = next(o.gpu for o in offers if o.gpu.id == plan.gpu)
     replica = one_replica(model, gpu, plan.layout, target, cal)
     return with_intervals(plan=plan, replica=replica, target=target, uncertainty=uncertainty)
+
+
+def _quoted(offers: Sequence[GpuOffer]) -> tuple[Sequence[GpuOffer], list[GpuOffer], list[Rejection]]:
+    """All offers, those with a price on the basis, and a ``price`` rejection for each of the others: an
+    offer with ``price_missing`` (no quote on the answer's price basis) is not searched, so that every
+    ranked plan is priced on the same basis."""
+    missing = [
+        Rejection(gpu=o.gpu.id, kind="price", reason=o.price_missing) for o in offers if o.price_missing
+    ]
+    return offers, [o for o in offers if not o.price_missing], missing
 
 
 def _sized(

@@ -105,6 +105,7 @@ def layout_key(plan: Plan) -> tuple[str, int, int, str, str]:
 class AtConfidence:
     """The context a Q-sized plan is restated and re-counted in."""
 
+    confidence: float
     model: ModelSpec
     offers: dict[str, GpuOffer]
     target: Workload

@@ -10,6 +10,7 @@ from gpuplan.core.dtypes import BF16, FP8
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import weight_bytes_per_gpu
+from gpuplan.core.pricing import PriceBasis
 from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace
 from gpuplan.core.recommend.tail import FINALISTS
 from gpuplan.core.sla import Sla
@@ -46,7 +47,9 @@ def explain(
         )
     )
     lines += [_runner_up(p, best) for p in plans[1:4] if p.gpu != best.gpu]
-    lines += [f"Not {r.gpu}: {r.reason}." for r in rejected]
+    unquoted = {o.gpu.id for o in offers if o.price_missing}
+    lines += [f"Not {r.gpu}: {r.reason}." for r in rejected if not (r.kind == "price" and r.gpu in unquoted)]
+    lines += _unquoted(offers)
     offer = next((o for o in offers if o.gpu.id == best.gpu), None)
     if offer is not None:
         lines.append(_rent_vs_own(offer, best, ownership))
@@ -57,6 +60,20 @@ def explain(
         + "; re-run with the new rate to re-check the layout."
     )
     return lines
+
+
+def _unquoted(offers: Sequence[GpuOffer]) -> list[str]:
+    """One line for the GPUs the price basis does not quote (their own reasons say the same per GPU)."""
+    missing = [o for o in offers if o.price_missing]
+    if not missing:
+        return []
+    kind = missing[0].price_kind
+    return [
+        f"Not priced on this basis (no {kind.replace('_', '-')} quote from its providers), so not ranked: "
+        f"{', '.join(o.gpu.id for o in missing)}. Add a quote in a --catalog file (prices: [{{gpu: ID, kind: "
+        f"{kind}, provider: NAME, usd: N, as_of: YYYY-MM-DD, source_url: URL}}]) or choose another basis "
+        "(--provider NAME, --price-basis hyperscaler|specialist|marketplace)."
+    ]
 
 
 def _winner(p: Plan, target: Workload, sla: Sla) -> str:
@@ -138,15 +155,26 @@ def _rent_vs_own(offer: GpuOffer, p: Plan, a: OwnershipAssumptions) -> str:
     )
 
 
-def price_basis(offers: Sequence[GpuOffer]) -> str:
-    """Where the $/GPU-hour came from: the user's override, or the catalog's quotes of a kind."""
+def price_basis(offers: Sequence[GpuOffer], basis: PriceBasis | None = None) -> str:
+    """Where the $/GPU-hour came from: the user's override, or the catalog's quotes of a kind on one basis."""
     if offers and all(o.price_source == "user override" for o in offers):
         return "Prices: your $/GPU-hour"
     kinds = sorted({o.price_kind.replace("_", "-") for o in offers}) or ["on-demand"]
-    return f"Prices: catalog {'/'.join(kinds)} $/GPU-hour (median of the latest quotes)"
+    if basis is None:
+        return f"Prices: catalog {'/'.join(kinds)} $/GPU-hour (median of the latest quotes)"
+    stale = sum(1 for o in offers if o.price_quote is not None and o.price_quote.stale)
+    flagged = (
+        f"; {stale} GPU type(s) priced from quotes older than {basis.stale_after_days} days on {basis.priced_on}"
+        " (marked stale)"
+        if stale
+        else ""
+    )
+    return f"Prices: catalog {'/'.join(kinds)} $/GPU-hour on one basis for every GPU, {basis.label}{flagged}"
 
 
-def assumptions(space: SearchSpace, sla: Sla, offers: Sequence[GpuOffer] = ()) -> list[str]:
+def assumptions(
+    space: SearchSpace, sla: Sla, offers: Sequence[GpuOffer] = (), basis: PriceBasis | None = None
+) -> list[str]:
     """What the numbers rest on, stated with every answer."""
     if sla.has_percentiles:
         sizing = [
@@ -165,5 +193,5 @@ def assumptions(space: SearchSpace, sla: Sla, offers: Sequence[GpuOffer] = ()) -
     return [
         f"Engine {space.engine} defaults (batching limits, KV paging); continuous batching at steady state.",
         *sizing,
-        price_basis(offers) + "; owned TCO excludes staff.",
+        price_basis(offers, basis) + "; owned TCO excludes staff.",
     ]

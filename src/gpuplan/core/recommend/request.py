@@ -18,6 +18,7 @@ from gpuplan.core.calibration.uncertainty import IntervalSource
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.layout import Layout
+from gpuplan.core.pricing import PriceBasis, PriceQuote
 from gpuplan.core.workload import Workload
 
 Objective = Literal["cost", "latency", "throughput"]
@@ -57,6 +58,10 @@ class GpuOffer(FrozenModel):
         default="on_demand", description="catalog price kind: on_demand, spot, reserved_1y …"
     )
     purchase_usd: float | None = Field(default=None, gt=0)
+    price_quote: PriceQuote | None = Field(default=None, description="the quote usd_per_gpu_hour came from")
+    price_missing: str = Field(
+        default="", description="why the price basis gives this GPU no price (it is then not ranked)"
+    )
 
 
 class MemoryBreakdownGib(FrozenModel):
@@ -142,6 +147,9 @@ class Plan(FrozenModel):
     memory_breakdown_gib: MemoryBreakdownGib
     bound: str
     price_source: str
+    price_quote: PriceQuote | None = Field(
+        default=None, description="the quote the plan is priced from (provider, kind, date, link)"
+    )
     calibrated: bool = Field(description="the GPU family's efficiency factors were fitted on measurements")
     sized_on: Literal["mean", "p99"] = Field(
         default="mean", description="replicas sized on steady-state means (with headroom) or simulated P99s"
@@ -221,6 +229,9 @@ class Recommendation(FrozenModel):
     model: str
     workload: Workload | None = None
     objective: Objective
+    price_basis: PriceBasis | None = Field(
+        default=None, description="the providers every plan of this answer is priced from"
+    )
     confidence: float | None = Field(
         default=None,
         description="the quantile of the error model each plan is sized at (null: the point estimate)",

@@ -260,6 +260,7 @@ def _plan(
         memory_breakdown_gib=breakdown,
         bound=decode_bound(replica.step, running),
         price_source=offer.price_source,
+        price_quote=offer.price_quote,
         calibrated=calibrated,
     )
 

@@ -19,6 +19,7 @@ from gpuplan.interfaces.cli import cmd_bench_gpu as _cmd_bench_gpu  # noqa: F401
 from gpuplan.interfaces.cli import cmd_deploy as _cmd_deploy  # noqa: F401
 from gpuplan.interfaces.cli import cmd_results as _cmd_results  # noqa: F401
 from gpuplan.interfaces.cli import cmd_simulate as _cmd_simulate  # noqa: F401
+from gpuplan.interfaces.cli import cmd_tco as _cmd_tco  # noqa: F401
 from gpuplan.interfaces.cli import cmd_train as _cmd_train  # noqa: F401
 from gpuplan.interfaces.cli import cmd_validate as _cmd_validate  # noqa: F401
 from gpuplan.interfaces.cli import cmd_web as _cmd_web  # noqa: F401

@@ -10,7 +10,6 @@ import functools
 import inspect
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -38,6 +37,16 @@ CalibrationOpt = Annotated[
     Path | None, typer.Option("--calibration", help="calibration profile YAML (from gpuplan calibrate -o)")
 ]
 CatalogOpt = Annotated[list[Path] | None, typer.Option("--catalog", help="extra catalog YAML (GPUs, prices)")]
+ProviderOpt = Annotated[
+    str | None, typer.Option("--provider", help="price every GPU from this provider's quotes only (e.g. AWS)")
+]
+PriceBasisOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--price-basis",
+        help="market-median (default: fixed providers, named in the output), hyperscaler, specialist or marketplace",
+    ),
+]
 IntervalOpt = Annotated[
     float, typer.Option("--interval", help="level of the intervals shown next to each figure, 0.5..0.99")
 ]
@@ -115,22 +124,12 @@ def fmt(value: str) -> Format:
     return value  # type: ignore[return-value]
 
 
-def uncertainty_from(level: float, flag: str = "--interval") -> Uncertainty:
-    """The bundled error model at the ``--interval`` level, loaded once by the command."""
-    check_level(level, flag)
-    return Uncertainty(model=default_error_model(), level=level)
-
-
-@dataclass(frozen=True)
-class Sureness:
-    """The error model and interval level a command's figures carry, and the confidence plans are sized at."""
-
-    uncertainty: Uncertainty
-    confidence: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.confidence is not None:
-            check_level(self.confidence, "--confidence")
+def uncertainty_from(level: float, confidence: float | None = None) -> Uncertainty:
+    """The bundled error model at the ``--interval`` level (and ``--confidence``), loaded once by the command."""
+    check_level(level, "--interval")
+    if confidence is not None:
+        check_level(confidence, "--confidence")
+    return Uncertainty(model=default_error_model(), level=level, confidence=confidence)
 
 
 def check_level(value: float, flag: str) -> None:

@@ -13,8 +13,19 @@ from gpuplan.adapters.k8s.engine_args import ENGINES
 from gpuplan.adapters.k8s.inventory import ClusterInventory
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.fleet.planner import FleetPlan
-from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.core.fleet.pool_units import MIG_SEPARATOR
+from gpuplan.interfaces.cli.app import (
+    CatalogOpt,
+    FormatOpt,
+    PriceBasisOpt,
+    ProviderOpt,
+    app,
+    catalog_from,
+    fmt,
+    guarded,
+)
 from gpuplan.interfaces.cli.render import console, json_or_table, lines, table
+from gpuplan.interfaces.cli.views import quote_lines
 from gpuplan.usecases.fleet import load_fleet, plan_from_spec
 
 k8s_app = typer.Typer(
@@ -36,12 +47,22 @@ def fleet_cmd(
         Path | None, typer.Option(help="owned GPUs: JSON of 'gpuplan k8s inventory --format json'")
     ] = None,
     catalog: CatalogOpt = None,
+    provider: ProviderOpt = None,
+    price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
 ) -> None:
     """Cheapest set of GPU pools and routing of classes that meets every class's SLA."""
     f = fmt(format)
-    result = plan_from_spec(load_fleet(fleet), catalog_from(catalog), inventory=inventory)
+    result = plan_from_spec(
+        load_fleet(fleet), catalog_from(catalog), inventory=inventory, provider=provider, basis=price_basis
+    )
     _fleet_view(result, f)
+
+
+def _fleet_quotes(r: FleetPlan) -> None:
+    """The price basis and the quote of each pool's GPU (a MIG slice: its whole GPU's quote)."""
+    parents = [p.unit.split(MIG_SEPARATOR)[0] for p in r.pools]
+    lines(quote_lines(r.price_basis, [p.plan.price_quote for p in r.pools], parents), title="Quotes")
 
 
 @json_or_table
@@ -80,6 +101,7 @@ def _fleet_view(r: FleetPlan) -> None:
             ["job", "gpu", "GPUs", "hours", "$/run", "$/month"],
             [(t.name, t.gpu, t.gpus, t.wall_hours, t.usd_per_run, t.usd_per_month) for t in r.training],
         )
+    _fleet_quotes(r)
     items = [f"total ${r.usd_per_month:,.0f}/month (serving ${r.serving_usd_per_hour:,.2f}/h)"]
     if r.best_single_type and r.saving_usd_per_month is not None:
         items.append(

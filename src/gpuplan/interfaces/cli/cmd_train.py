@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -11,12 +12,25 @@ import typer
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import InfeasibleError, UserInputError
+from gpuplan.core.pricing import quote_label
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout
 from gpuplan.core.training.step import StepPrediction
 from gpuplan.core.units import GIB
-from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.interfaces.cli.app import (
+    CalibrationOpt,
+    CatalogOpt,
+    FormatOpt,
+    PriceBasisOpt,
+    ProviderOpt,
+    app,
+    catalog_from,
+    fmt,
+    guarded,
+)
 from gpuplan.interfaces.cli.render import emit_json, lines, table
+from gpuplan.interfaces.cli.views import quote_lines
 from gpuplan.usecases.calibration.profile import load_training_calibration
+from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.train import (
     TrainFitResult,
     TrainPlanRequest,
@@ -30,6 +44,7 @@ from gpuplan.usecases.train import (
 
 __all__ = [
     "MethodOpt",
+    "TrainFlags",
     "predict_training_scenario",
     "recommend_training",
     "render_train_plan",
@@ -66,6 +81,8 @@ def train_plan(
     ] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
+    provider: ProviderOpt = None,
+    price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
 ) -> None:
     """Rank GPU × count × parallel layout for training or fine-tuning a token budget."""
@@ -84,7 +101,19 @@ def train_plan(
         objective=objective,
         inter_node_gbps=inter_node_gbps,
     )
-    render_train_plan(plan_training(req, catalog_from(catalog), _training_calibration(calibration)), out)
+    cat = catalog_from(catalog)
+    basis = price_basis_of(cat, provider=provider, basis=price_basis)
+    render_train_plan(plan_training(req, cat, _training_calibration(calibration), basis=basis), out)
+
+
+@dataclass(frozen=True)
+class TrainFlags:
+    """``recommend --task train|finetune``'s own flags, as given (None: not given)."""
+
+    method: str | None
+    seq_len: int | None
+    tokens: float | None
+    global_batch: int | None
 
 
 def recommend_training(
@@ -101,9 +130,11 @@ def recommend_training(
     out: str,
     catalog: CatalogOpt,
     calibration: Path | None = None,
+    basis: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked), with
-    the training factors of a ``--calibration`` profile when given."""
+    the training factors of a ``--calibration`` profile when given; ``basis`` is (``--provider``,
+    ``--price-basis``)."""
     if not (model and seq_len and tokens):
         raise UserInputError(f"recommend --task {task} needs --model, --seq-len and --tokens")
     req = TrainPlanRequest.model_validate(
@@ -118,7 +149,24 @@ def recommend_training(
             "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
         }
     )
-    render_train_plan(plan_training(req, catalog_from(catalog), _training_calibration(calibration)), out)
+    cat = catalog_from(catalog)
+    chosen = price_basis_of(cat, provider=basis[0], basis=basis[1])
+    render_train_plan(plan_training(req, cat, _training_calibration(calibration), basis=chosen), out)
+
+
+def _quotes(result: TrainPlanResult) -> None:
+    """The price basis, each plan's quote, and the GPUs the basis does not quote."""
+    quoted = quote_lines(
+        result.price_basis, [p.price_quote for p in result.plans], [p.gpu for p in result.plans]
+    )
+    missing = sorted({p.gpu for p in result.plans if p.price_missing})
+    if missing:
+        quoted.append(
+            f"No on-demand quote on this basis for {', '.join(missing)}: add one in a --catalog file "
+            "(prices: [{gpu: ID, kind: on_demand, provider: NAME, usd: N, as_of: YYYY-MM-DD, source_url: URL}]) "
+            "or choose another basis (--provider, --price-basis)."
+        )
+    lines(quoted, title="Quotes")
 
 
 def render_train_plan(result: TrainPlanResult, out: str) -> None:
@@ -141,8 +189,9 @@ def _plan_table(result: TrainPlanResult) -> None:
             p.step.step_time_s,
             p.memory_gib_per_gpu,
             p.cost.wall_hours,
-            p.cost.usd_by_price_kind.get("on_demand"),
+            p.cost.usd_by_price_kind.get("on_demand", "no quote"),
             p.cost.energy_kwh,
+            quote_label(p.price_quote) if p.price_quote else "-",
         ]
         for p in result.plans
     ]
@@ -158,6 +207,7 @@ def _plan_table(result: TrainPlanResult) -> None:
         "hours",
         "$ on-demand",
         "kWh",
+        "quote",
     ]
     table(f"{result.model} {result.method}, {result.tokens:.3g} tokens", columns, rows)
     _breakdown_table(
@@ -166,6 +216,7 @@ def _plan_table(result: TrainPlanResult) -> None:
         [p.step for p in result.plans],
     )
     lines([f"MFU and HFU: {result.mfu_convention}", *result.factors.notes], title="conventions and factors")
+    _quotes(result)
     if result.rejected:
         lines([f"{name}: {why}" for name, why in result.rejected[:10]], title="rejected")
 

@@ -1,4 +1,4 @@
-"""``gpuplan validate``: predict published measurements and report the error (docs/validate.md)."""
+"""``gpuplan validate``: predict published measurements and report the error by metric and grade."""
 
 from __future__ import annotations
 

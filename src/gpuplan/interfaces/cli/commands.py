@@ -20,7 +20,7 @@ from gpuplan.adapters.scenario_files.deployment import (
     read_scenario_text,
     scenario_notes,
 )
-from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL
+from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL, Uncertainty
 from gpuplan.core.errors import InfeasibleError, UserInputError
 from gpuplan.interfaces.cli import views
 from gpuplan.interfaces.cli.app import (
@@ -30,19 +30,21 @@ from gpuplan.interfaces.cli.app import (
     Format,
     FormatOpt,
     IntervalOpt,
-    Sureness,
+    PriceBasisOpt,
+    ProviderOpt,
     app,
     catalog_from,
     fmt,
     guarded,
     uncertainty_from,
 )
-from gpuplan.interfaces.cli.cmd_train import predict_training_scenario, recommend_training
+from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import note, progress_bar
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
+from gpuplan.usecases.pricing import scenario_price_basis
 from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
 from gpuplan.usecases.resolve import scenario_from_mapping
 
@@ -208,38 +210,53 @@ def recommend(
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
+    provider: ProviderOpt = None,
+    price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
     interval: IntervalOpt = DEFAULT_LEVEL,
     confidence: ConfidenceOpt = None,
 ) -> None:
-    """The cheapest plan that meets the SLA, the runner-ups, and why not the others.
-
-    With --task train|finetune: the fastest (or, with --objective cost, cheapest) training plans."""
-    if task in ("train", "finetune"):
-        _refuse_flags(
-            (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS), input_tokens=input_tokens,
-            output_tokens=output_tokens, rate=rate, concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
-            ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, budget=budget, scenario=scenario,
-        )  # fmt: skip
-        recommend_training(
-            task=task, method=method or "full", model=model, seq_len=seq_len, tokens=tokens, gpus=gpus,
-            global_batch=global_batch or TRAIN_GLOBAL_BATCH, max_gpus=max_gpus, objective=objective, out=fmt(format),
-            catalog=catalog, calibration=calibration,
-        )  # fmt: skip
-        return
-    if task != "infer":
-        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
-    _refuse_flags(
-        (" by a serving request (they are --task train|finetune flags)", "drop them, or add --task train"),
-        method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-    )  # fmt: skip
+    """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
         max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
     )  # fmt: skip
-    sure = Sureness(uncertainty_from(interval), confidence)
-    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot, sure)
+    basis = (provider, price_basis)
+    if _task(task) != "infer":
+        train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+        _recommend_training_task(task, flags, scenario, train, fmt(format), catalog, calibration, basis)
+        return
+    _refuse_flags(SERVING_REQUEST, method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+    sc, sure = _serving_scenario(example, scenario, flags), uncertainty_from(interval, confidence)
+    _recommend_serving(sc, calibration, catalog, format, plot, basis, sure)
+
+
+def _recommend_training_task(
+    task: str,
+    flags: ServingFlags,
+    scenario: Path | None,
+    train: TrainFlags,
+    out: str,
+    catalog: CatalogOpt,
+    calibration: Path | None,
+    basis: tuple[str | None, str | None],
+) -> None:
+    """``recommend --task train|finetune``: refuse the serving flags, then rank training plans."""
+    why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
+    _refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
+    recommend_training(
+        task=task, method=train.method or "full", model=flags.model, seq_len=train.seq_len, tokens=train.tokens,
+        gpus=flags.gpus, global_batch=train.global_batch or TRAIN_GLOBAL_BATCH, max_gpus=flags.max_gpus,
+        objective=flags.objective, out=out, catalog=catalog, calibration=calibration, basis=basis,
+    )  # fmt: skip
+
+
+def _task(task: str) -> str:
+    """``--task`` checked: infer, train or finetune."""
+    if task not in ("infer", "train", "finetune"):
+        raise UserInputError(f"--task {task!r} is not one of infer, train, finetune")
+    return task
 
 
 @dataclass(frozen=True)
@@ -285,27 +302,34 @@ def _recommend_serving(
     catalog: CatalogOpt,
     format: str,
     plot: Path | None,
-    sure: Sureness,
+    basis: tuple[str | None, str | None],
+    sure: Uncertainty,
 ) -> None:
-    """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked."""
+    """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked.
+    ``basis`` is (``--provider``, ``--price-basis``)."""
     cat = catalog_from(catalog)
+    chosen = scenario_price_basis(sc, cat, provider=basis[0], basis=basis[1])
     cal = load_calibration(calibration) if calibration else None
     simulated = sc.sla.has_percentiles
     with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
-        rec = recommend_from_scenario(
-            sc, cat, cal, progress=progress, uncertainty=sure.uncertainty, confidence=sure.confidence
-        )
+        rec = recommend_from_scenario(sc, cat, cal, progress=progress, basis=chosen, uncertainty=sure)
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
 
 
+SERVING_REQUEST = (
+    " by a serving request (they are --task train|finetune flags)",
+    "drop them, or add --task train",
+)
 TRAIN_GLOBAL_BATCH = 256
 """``recommend --task train``'s sequences per optimizer step when ``--global-batch`` is not given."""
 DOCUMENT_IS_THE_REQUEST = (
     ": a scenario file (or --example) is the whole request",
     "put the values in the file, or drop the file and use flags only",
 )
+_SERVING = "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget"
+SERVING_ONLY = tuple(_SERVING.split())  # the flags a training request refuses, in order
 TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
 
 

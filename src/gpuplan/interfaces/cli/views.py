@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import ModelSummary
 from gpuplan.core.dtypes import DTYPES
+from gpuplan.core.pricing import PriceBasis, PriceQuote, quote_label
 from gpuplan.core.recommend.request import Plan, Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
@@ -53,6 +54,28 @@ def gpus(catalog: Catalog, f: Format) -> None:
         ["id", "family", "mem GB", "TB/s", "bf16", "fp8", "fp4", "scale-up link", "TDP W", "$/GPU-h"],
         rows,
     )
+
+
+def quote_lines(
+    basis: PriceBasis | None, quotes: Sequence[PriceQuote | None], gpus: Sequence[str]
+) -> list[str]:
+    """The price basis in words, then each GPU's quote once: provider, kind, $/GPU-h, date, link."""
+    out = [f"Basis {basis.key}: {basis.label}."] if basis else []
+    seen: set[str] = set()
+    for gpu, q in zip(gpus, quotes, strict=True):
+        if q is None or gpu in seen:
+            continue
+        seen.add(gpu)
+        if q.origin == "user override":
+            out.append(f"{gpu}: your ${q.usd_per_gpu_hour:.2f}/GPU-h ({q.kind.replace('_', '-')}).")
+            continue
+        stale = f" STALE (older than {basis.stale_after_days} days)" if q.stale and basis else ""
+        mine = " from your catalog" if q.origin == "user catalog" else ""
+        out.append(
+            f"{gpu}: {q.provider} {q.kind.replace('_', '-')} ${q.usd_per_gpu_hour:.2f}/GPU-h{mine}, as of {q.as_of}"
+            f"{stale}, {q.source_url}"
+        )
+    return out
 
 
 def dtypes(f: Format) -> None:
@@ -151,10 +174,11 @@ def predict(r: PredictResult) -> None:
             ("requests/s", p.requests_per_s),
             ("running per replica", p.running_per_replica),
             ("decode bound", p.bound),
-            ("$/hour", r.usd_per_hour),
+            ("$/hour", r.usd_per_hour if r.price_quote else "no quote on the basis"),
             ("$/1M output tokens", r.usd_per_million_output_tokens),
         ],
     )
+    lines(quote_lines(r.price_basis, [r.price_quote], [r.gpu]), title="Quotes")
 
 
 P99_FROM = {"simulator": "sim", "tail model": "model"}
@@ -166,7 +190,7 @@ def recommendation(r: Recommendation) -> None:
     tail = any(p.sized_on == "p99" for p in r.plans)
     latency = ["P99 TTFT", "P99 TPOT", "P99 from"] if tail else ["TTFT ms", "TPOT ms"]
     at_q = r.confidence is not None
-    sized = f" at {r.confidence:.0%} confidence" if at_q else ""
+    sized = f" at {r.confidence:.0%} confidence" if r.confidence is not None else ""
     table(
         f"Plans for {r.model} (objective: {r.objective}{sized}; best first)",
         [
@@ -179,38 +203,47 @@ def recommendation(r: Recommendation) -> None:
             "dtype",
             *latency,
             "tok/s",
-            "$/h",
-            "$/month",
-            "$/1M out",
-            "GiB/GPU",
+            *MONEY,
         ],
-        [
-            (
-                p.gpu,
-                p.layout.num_gpus,
-                *([p.count_at_point_estimate] if at_q else []),
-                p.layout.tp,
-                p.layout.pp,
-                p.layout.replicas,
-                p.layout.weight_dtype,
-                *(
-                    (_fig(p, "ttft_p99_ms"), _fig(p, "tpot_p99_ms"), P99_FROM.get(p.p99_source or ""))
-                    if tail
-                    else (_fig(p, "ttft_ms"), _fig(p, "tpot_ms"))
-                ),
-                _fig(p, "output_tokens_per_s"),
-                p.usd_per_hour,
-                p.usd_per_month,
-                p.usd_per_million_output_tokens,
-                p.memory_per_gpu_gib,
-            )
-            for p in r.plans
-        ],
+        [_plan_row(p, tail, at_q) for p in r.plans],
+    )
+    lines(
+        quote_lines(r.price_basis, [p.price_quote for p in r.plans], [p.gpu for p in r.plans]), title="Quotes"
     )
     lines(r.explanation, title="Why")
     if r.plans and r.plans[0].interval is not None:
         lines(_interval_sources(r.plans[0]), title="Intervals")
     lines(r.assumptions, title="Assumptions")
+
+
+MONEY = ("$/h", "$/month", "$/1M out", "GiB/GPU", "quote")
+"""The plan table's columns after the figures."""
+
+
+def _plan_row(p: Plan, tail: bool, at_q: bool) -> tuple[object, ...]:
+    """One row of the plan table: P99s when the plans are sized on them, the point count at a confidence."""
+    lay = p.layout
+    latency = (
+        (_fig(p, "ttft_p99_ms"), _fig(p, "tpot_p99_ms"), P99_FROM.get(p.p99_source or ""))
+        if tail
+        else (_fig(p, "ttft_ms"), _fig(p, "tpot_ms"))
+    )
+    return (
+        p.gpu,
+        lay.num_gpus,
+        *([p.count_at_point_estimate] if at_q else []),
+        lay.tp,
+        lay.pp,
+        lay.replicas,
+        lay.weight_dtype,
+        *latency,
+        _fig(p, "output_tokens_per_s"),
+        p.usd_per_hour,
+        p.usd_per_month,
+        p.usd_per_million_output_tokens,
+        p.memory_per_gpu_gib,
+        quote_label(p.price_quote) if p.price_quote else "-",
+    )
 
 
 def _fig(p: Plan, name: str) -> str | float | None:

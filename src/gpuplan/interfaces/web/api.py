@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-import anyio
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
 from gpuplan.adapters.catalog.loader import Catalog
@@ -25,6 +24,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.interfaces.plots import training as plots_training
+from gpuplan.interfaces.web import isolated
 from gpuplan.interfaces.web.errors import FieldError
 from gpuplan.interfaces.web.schemas import (
     FitRequest,
@@ -87,10 +87,10 @@ def model_spec(name: str, config_json: dict[str, Any] | None) -> ModelSpec | Non
 
 
 async def bounded_call(fn: Callable[[], T]) -> T:
-    """Run ``fn`` in a worker thread; past TIME_LIMIT_S answer 422 (the thread is abandoned)."""
+    """Run ``fn`` in a child process (``isolated.bounded``); past TIME_LIMIT_S answer 422, the child
+    killed so that no work outlives the answer."""
     try:
-        with anyio.fail_after(TIME_LIMIT_S):
-            return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+        return await isolated.bounded(fn, limit_s=TIME_LIMIT_S)
     except TimeoutError:
         raise HTTPException(
             422,

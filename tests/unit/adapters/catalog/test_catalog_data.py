@@ -335,3 +335,16 @@ def test_power_references_match_the_referenced_gpu(catalog: Catalog) -> None:
         assert sibling.architecture == gpu.architecture, gpu.id
         assert sibling.tdp_watts is not None, sibling.id
         assert gpu.tdp_watts is not None and gpu.tdp_watts < sibling.tdp_watts, gpu.id
+
+
+def test_every_cloud_quote_comes_from_a_provider_of_the_provider_table(catalog: Catalog) -> None:
+    """A price basis selects quotes by provider: a cloud quote whose provider the table lacks would be on
+    no basis but its own ``--provider`` (purchase prices name a reporter, not a seller of GPU-hours)."""
+    from gpuplan.data.price_providers import price_providers
+
+    table = {p.name for p in price_providers()}
+    assert set(catalog.cloud_providers()) == table
+    classes = {p.provider_class for p in price_providers()}
+    assert classes == {"hyperscaler", "specialist", "marketplace"}
+    assert {p.name for p in price_providers() if p.provider_class == "hyperscaler"} == {"AWS", "Azure", "GCP"}
+    assert not any(p.market_median for p in price_providers() if p.provider_class == "hyperscaler")

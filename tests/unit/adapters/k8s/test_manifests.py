@@ -142,11 +142,36 @@ def test_gpu_and_mig_resources_and_placement() -> None:
     files = render([REPORTS, MIG], "vllm")
     deps = {o["metadata"]["name"]: o for o in _all(files) if o["kind"] == "Deployment"}
     big = deps["reports-a100-80gb-sxm"]["spec"]["template"]["spec"]
-    assert big["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2}
+    assert big["containers"][0]["resources"]["limits"] == {"cpu": "16", "memory": "32Gi", "nvidia.com/gpu": 2}
     assert big["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
     assert big["priorityClassName"] == "gpuplan-general"
     small = deps["tiny-a100-80gb-sxm-1g-10gb"]["spec"]["template"]["spec"]
-    assert small["containers"][0]["resources"]["limits"] == {"nvidia.com/mig-1g.10gb": 1}
+    assert small["containers"][0]["resources"]["limits"] == {
+        "cpu": "8",
+        "memory": "16Gi",
+        "nvidia.com/mig-1g.10gb": 1,
+    }
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
+def test_pods_are_bounded_and_hold_no_api_token(engine: str) -> None:
+    """Issue 22: manifests had no CPU/memory limits, an unbounded model-cache emptyDir and an
+    automounted service-account token. Now: limits, every emptyDir sized (cache: twice the replica's
+    GPU memory, 2 x 2 x 80 GB A100s = 320 GB), no token, a read-only root where the engine allows it."""
+    files = render([REPORTS, MIG], engine, bench_image="gpuplan:dev")  # type: ignore[arg-type]
+    pods = [o["spec"]["template"]["spec"] for o in _all(files) if o["kind"] in ("Deployment", "Job")]
+    for pod in pods:
+        assert pod["automountServiceAccountToken"] is False
+        assert all("sizeLimit" in v["emptyDir"] for v in pod["volumes"])
+        for c in pod["containers"]:
+            assert {"cpu", "memory"} <= set(c["resources"]["limits"]) and {"cpu", "memory"} <= set(
+                c["resources"]["requests"]
+            )
+            read_only = c["securityContext"]["readOnlyRootFilesystem"]
+            assert read_only is (c["name"] != "tgi")
+    reports = next(o for o in _all(files) if o["metadata"]["name"] == "reports-a100-80gb-sxm")
+    cache = next(v for v in reports["spec"]["template"]["spec"]["volumes"] if v["name"] == "cache")
+    assert cache["emptyDir"]["sizeLimit"] == "299Gi"  # 320 GB = 298.02 GiB, rounded up
 
 
 def test_engine_args_follow_the_plan() -> None:

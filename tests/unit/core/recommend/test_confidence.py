@@ -45,7 +45,8 @@ def offers() -> list[GpuOffer]:
 def _rec(
     model: ModelSpec, offers: list[GpuOffer], q: float | None, target: Workload = TARGET
 ) -> Recommendation:
-    return recommend(model, offers, target, sla=SLA, cal=CAL, uncertainty=SURE, confidence=q)
+    sure = SURE.model_copy(update={"confidence": q})
+    return recommend(model, offers, target, sla=SLA, cal=CAL, uncertainty=sure)
 
 
 def _counts(rec: Recommendation) -> dict[tuple[str, int, int, str, str], int]:

@@ -47,15 +47,26 @@ EARLIER_PLAN: dict[str, Any] = {
 }
 """One plan as ``recommend --format json`` wrote it before plans held a Layout (every key, in order)."""
 WRITTEN_PLAN: dict[str, Any] = {
-    **EARLIER_PLAN,
+    **{
+        k: v
+        for k, v in EARLIER_PLAN.items()
+        if k in list(EARLIER_PLAN)[: list(EARLIER_PLAN).index("calibrated")]
+    },
+    "price_quote": None,
+    **{
+        k: v
+        for k, v in EARLIER_PLAN.items()
+        if k in list(EARLIER_PLAN)[list(EARLIER_PLAN).index("calibrated") :]
+    },
     "p99_source": None,
     "count_at_point_estimate": None,
     "low": None,
     "high": None,
     "interval": None,
 }
-"""The same plan as written now: ``p99_source`` (where P99s came from) was added, then the count at the
-point estimate and the intervals (``recommend --confidence``, issue 17), each last."""
+"""The same plan as written now: ``price_quote`` (the quote it is priced from, null in a plan built
+without one) after ``price_source``, ``p99_source`` (where P99s came from), then the count at the point
+estimate and the intervals (``recommend --confidence``, issue 17), last."""
 
 
 def _plan(layout: Layout) -> Plan:

@@ -20,8 +20,11 @@ from gpuplan.core.units import GIB
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases import resolve
+from gpuplan.usecases.pricing import price_basis
 from gpuplan.usecases.recommend import recommend_from_scenario
 
+AWS = price_basis(default_catalog(), provider="AWS")
+"""The search tests price on AWS, the one provider that quotes every GPU they use (L4, T4, V100, H100)."""
 TARGET = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=5)
 SLA = Sla(tpot_ms=50)
 CAL = default_calibration()
@@ -34,7 +37,7 @@ def llama8b() -> ModelSpec:
 
 @pytest.fixture(scope="module")
 def offers() -> list[GpuOffer]:
-    return resolve.offers(default_catalog(), ["L4", "H100-SXM"])
+    return resolve.offers(default_catalog(), ["L4", "H100-SXM"], basis=AWS)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +90,7 @@ def test_plan_fits_budget_of_memory(rec: Recommendation) -> None:
 
 def test_gpu_that_cannot_fit_is_rejected_with_gib() -> None:
     model = get_model("meta-llama/Llama-3.1-70B")
-    offers = resolve.offers(default_catalog(), ["T4", "H100-SXM"])
+    offers = resolve.offers(default_catalog(), ["T4", "H100-SXM"], basis=AWS)
     rec = recommend(
         model,
         offers,
@@ -210,20 +213,26 @@ def test_plans_span_gpu_types_and_the_rest_are_listed_as_ranked_out(llama8b: Mod
 
 def test_budget_rejects_unpriced_gpus_and_names_why_nothing_fits(llama8b: ModelSpec) -> None:
     catalog = default_catalog()
-    offers = resolve.offers(catalog, ["H800", "L4"])
+    offers = resolve.offers(catalog, ["H800", "L4"], basis=AWS)
     assert offers[0].usd_per_gpu_hour is None  # no public H800 rental price
-    rec = recommend(llama8b, offers, TARGET, sla=SLA, space=SearchSpace(max_usd_per_hour=100), cal=CAL)
+    bare = GpuOffer(gpu=catalog.get_gpu("A10"))  # built without a quote: only the budget can refuse it
+    rec = recommend(
+        llama8b, [*offers, bare], TARGET, sla=SLA, space=SearchSpace(max_usd_per_hour=100), cal=CAL
+    )
     assert {p.gpu for p in rec.plans} == {"L4"}
-    [price] = [r for r in rec.rejected if r.gpu == "H800"]
-    assert price.kind == "price" and "no H800 price" in price.reason
-    h100 = resolve.offers(catalog, ["H100-SXM"])
+    [unquoted] = [r for r in rec.rejected if r.gpu == "H800"]
+    assert unquoted.kind == "price" and "no on-demand quote for H800" in unquoted.reason
+    assert "--catalog" in unquoted.reason and "provider:aws" in unquoted.reason
+    [unpriced] = [r for r in rec.rejected if r.gpu == "A10"]
+    assert unpriced.kind == "price" and "no A10 price" in unpriced.reason
+    h100 = resolve.offers(catalog, ["H100-SXM"], basis=AWS)
     with pytest.raises(InfeasibleError) as info:
         recommend(llama8b, h100, TARGET, sla=SLA, space=SearchSpace(max_usd_per_hour=1.0), cal=CAL)
     assert any("> budget $1.00/h" in line for line in info.value.nearest)
 
 
 def test_pre_ampere_gpus_get_no_fp8_or_fp4_plans(llama8b: ModelSpec) -> None:
-    offers = resolve.offers(default_catalog(), ["T4", "V100-32GB"])
+    offers = resolve.offers(default_catalog(), ["T4", "V100-32GB"], basis=AWS)
     space = SearchSpace(weight_dtypes=("fp8", "fp4", "int4"))
     light = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=0.5)
     rec = recommend(llama8b, offers, light, sla=Sla(), space=space, cal=CAL)
@@ -232,7 +241,9 @@ def test_pre_ampere_gpus_get_no_fp8_or_fp4_plans(llama8b: ModelSpec) -> None:
 
 def test_a_rate_below_the_model_floor_is_priced_at_the_rate_asked(llama8b: ModelSpec) -> None:
     slow = Workload(scenario="rate", input_tokens=512, output_tokens=100, rate_rps=1e-4)
-    [plan, *_] = recommend(llama8b, resolve.offers(default_catalog(), ["H100-SXM"]), slow, cal=CAL).plans
+    [plan, *_] = recommend(
+        llama8b, resolve.offers(default_catalog(), ["H100-SXM"], basis=AWS), slow, cal=CAL
+    ).plans
     assert plan.requests_per_s == pytest.approx(1e-4) and plan.output_tokens_per_s == pytest.approx(0.01)
 
 
@@ -247,7 +258,7 @@ def test_an_encoder_gets_no_generation_plan() -> None:
 def test_gpus_without_bf16_are_planned_in_fp16() -> None:
     """Issue 18: T4 plans showed bf16, which T4 has no math for (vLLM refuses it there and loads a
     bf16 checkpoint as fp16): the search asks for bf16 and plans fp16 of the same size."""
-    offers = resolve.offers(default_catalog(), ["T4", "L4"])
+    offers = resolve.offers(default_catalog(), ["T4", "L4"], basis=AWS)
     target = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=1)
     rec = recommend(get_model("meta-llama/Llama-3.1-8B"), offers, target, space=SearchSpace(), cal=CAL)
     dtypes = {(p.gpu, str(p.layout.weight_dtype)) for p in rec.plans}

@@ -24,7 +24,10 @@ from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases import resolve
+from gpuplan.usecases.pricing import price_basis
 
+AWS = price_basis(default_catalog(), provider="AWS")
+"""Priced on AWS, the one provider that quotes every GPU these tests use (L4, A10G, L40S, A100, H100)."""
 TARGET = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=12)
 CAL = default_calibration()
 
@@ -36,7 +39,7 @@ def model() -> ModelSpec:
 
 @pytest.fixture(scope="module")
 def offers() -> list[GpuOffer]:
-    return resolve.offers(default_catalog(), ["L4"])
+    return resolve.offers(default_catalog(), ["L4"], basis=AWS)
 
 
 def _rec(model: ModelSpec, offers: list[GpuOffer], **limits: float) -> Recommendation:
@@ -75,7 +78,7 @@ def test_p99_needs_a_rate(model: ModelSpec, offers: list[GpuOffer]) -> None:
 def test_every_gpu_type_is_sized_and_the_leaders_are_simulated(model: ModelSpec) -> None:
     """No shortlist: every GPU type gets a P99 plan (none is left out as 'ranks below'), and the
     leading plans' P99s come from a simulator run that meets the limits."""
-    many = resolve.offers(default_catalog(), ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"])
+    many = resolve.offers(default_catalog(), ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"], basis=AWS)
     rec = recommend(model, many, TARGET, sla=Sla(tpot_p99_ms=80), space=SearchSpace(p99_gpu_types=2), cal=CAL)
     sized = {p.gpu for p in rec.plans} | {r.gpu for r in rec.rejected if r.reason.startswith("feasible")}
     assert sized == {o.gpu.id for o in many}
@@ -100,7 +103,7 @@ def test_each_plan_says_where_its_p99s_come_from(model: ModelSpec) -> None:
     """``p99_source``: a simulator plan's P99s are a simulated run at its share of the target, and a
     replica fewer misses the limits (the fewest that pass); a tail-model plan's are the tail model's at
     its share. The best plans of the leading GPU types are simulated, and the explanation says so."""
-    offers = resolve.offers(default_catalog(), FIVE_GPUS)
+    offers = resolve.offers(default_catalog(), FIVE_GPUS, basis=AWS)
     sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80)
     rec = recommend(model, offers, TARGET, sla=sla, cal=CAL)
     by_gpu = {o.gpu.id: o for o in offers}

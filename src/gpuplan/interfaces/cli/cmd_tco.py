@@ -1,0 +1,138 @@
+"""``gpuplan tco``: rent vs buy for a GPU × count (``--gpu --count``) or a recommended plan (PLAN.json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from gpuplan.core.cost import (
+    DEFAULT_AMORTISATION_YEARS,
+    DEFAULT_PUE,
+    DEFAULT_SERVER_OVERHEAD,
+    DEFAULT_USD_PER_KWH,
+    DEFAULT_UTILISATION,
+)
+from gpuplan.core.errors import UserInputError, check_whole_number
+from gpuplan.core.hardware import MAX_GPU_COUNT
+from gpuplan.interfaces.cli.app import (
+    CatalogOpt,
+    FormatOpt,
+    PriceBasisOpt,
+    ProviderOpt,
+    app,
+    catalog_from,
+    fmt,
+    guarded,
+)
+from gpuplan.interfaces.cli.render import json_or_table, lines, table
+from gpuplan.interfaces.cli.views import quote_lines
+from gpuplan.usecases.pricing import price_basis as price_basis_of
+from gpuplan.usecases.tco import TcoAnswer, TcoRequest, tco_for_gpu, tco_for_plan
+
+PlanArg = Annotated[Path | None, typer.Argument(help="a 'recommend --format json' answer (its best plan)")]
+RentOpt = Annotated[float | None, typer.Option(help="rent $/GPU-hour (default: the basis's quote)")]
+BuyOpt = Annotated[float | None, typer.Option(help="purchase $ per GPU (default: the catalog's)")]
+ShareOpt = Annotated[float, typer.Option(help="share of hours used (rent billed, power drawn)")]
+OverheadOpt = Annotated[float, typer.Option(help="host/network share on top of the GPU price")]
+
+
+@app.command("tco")
+@guarded
+def tco_cmd(
+    plan: PlanArg = None,
+    gpu: Annotated[str | None, typer.Option(help="GPU id (with --count), instead of PLAN.json")] = None,
+    count: Annotated[int, typer.Option(help="GPUs to rent or buy")] = 1,
+    usd_per_gpu_hour: RentOpt = None,
+    purchase_usd: BuyOpt = None,
+    utilisation: ShareOpt = DEFAULT_UTILISATION,
+    pue: Annotated[float, typer.Option(help="power usage effectiveness of the site")] = DEFAULT_PUE,
+    usd_per_kwh: Annotated[float, typer.Option(help="electricity price")] = DEFAULT_USD_PER_KWH,
+    years: Annotated[float, typer.Option(help="amortisation period")] = DEFAULT_AMORTISATION_YEARS,
+    server_overhead: OverheadOpt = DEFAULT_SERVER_OVERHEAD,
+    resale: Annotated[float, typer.Option(help="share of the purchase recovered at the end")] = 0.0,
+    staff_usd_per_month: Annotated[float, typer.Option(help="operations staff share per month")] = 0.0,
+    catalog: CatalogOpt = None,
+    provider: ProviderOpt = None,
+    price_basis: PriceBasisOpt = None,
+    format: FormatOpt = "table",
+) -> None:
+    """Rent vs buy: monthly cost of each, the break-even month, and the totals over the amortisation period."""
+    if (plan is None) == (gpu is None):
+        raise UserInputError(
+            "give exactly one of PLAN.json and --gpu (with --count)",
+            hint="e.g. gpuplan tco --gpu A100-80GB-SXM --count 8",
+        )
+    check_whole_number("--count", count, maximum=MAX_GPU_COUNT)
+    ownership = {"utilisation": utilisation, "pue": pue, "usd_per_kwh": usd_per_kwh}
+    ownership |= {"amortisation_years": years, "server_overhead": server_overhead}
+    req = _request(
+        rent_usd_per_gpu_hour=usd_per_gpu_hour,
+        purchase_usd=purchase_usd,
+        ownership=ownership,
+        resale_share=resale,
+        staff_usd_per_month=staff_usd_per_month,
+    )
+    cat = catalog_from(catalog)
+    if plan is not None:
+        answer = tco_for_plan(cat, plan, req=req)
+    else:
+        basis = price_basis_of(cat, provider=provider, basis=price_basis)
+        answer = tco_for_gpu(cat, gpu=str(gpu), count=count, basis=basis, req=req)
+    _view(answer, fmt(format))
+
+
+FLAG_OF = {
+    "rent_usd_per_gpu_hour": "--usd-per-gpu-hour",
+    "purchase_usd": "--purchase-usd",
+    "utilisation": "--utilisation",
+    "pue": "--pue",
+    "usd_per_kwh": "--usd-per-kwh",
+    "amortisation_years": "--years",
+    "server_overhead": "--server-overhead",
+    "resale_share": "--resale",
+    "staff_usd_per_month": "--staff-usd-per-month",
+}
+"""The flag of each field of a TCO request, for one-line errors."""
+
+
+def _request(**values: object) -> TcoRequest:
+    """The flags as a validated request; a value out of range is a one-line error naming its flag."""
+    try:
+        return TcoRequest.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        flag = FLAG_OF.get(str(err["loc"][-1]), str(err["loc"][-1]))
+        raise UserInputError(f"{flag} {err['input']}: {str(err['msg']).lower()}") from None
+
+
+@json_or_table
+def _view(r: TcoAnswer) -> None:
+    never = "never" if r.break_even_months is None else f"{r.break_even_months:.1f}"
+    table(
+        f"Rent vs buy: {r.gpus}x {r.gpu} over {r.horizon_months:.0f} months",
+        ["", "rent", "own"],
+        [
+            ("$/month", r.rent_usd_per_month, r.own_opex_usd_per_month),
+            ("upfront $", 0.0, r.upfront_usd),
+            ("total $ over the period", r.rent_total_usd, r.own_total_usd),
+        ],
+    )
+    a = r.ownership
+    lines(
+        [
+            f"Break-even: buying pays for itself after {never} months of renting; over {a.amortisation_years:g} "
+            f"years {r.cheaper} is cheaper.",
+            f"Own $/month = power ${r.power_usd_per_month:,.0f} (TDP x {a.utilisation:.0%} x PUE {a.pue:g} x "
+            f"${a.usd_per_kwh:g}/kWh) + staff ${r.staff_usd_per_month:,.0f}; upfront = purchase "
+            f"${r.purchase.usd_per_gpu:,.0f} x (1 + {a.server_overhead:.0%} server) x {r.gpus}; resale "
+            f"{r.resale_share:.0%} at the end.",
+            f"Purchase price: {r.purchase.provider or 'yours'}"
+            + (f", as of {r.purchase.as_of}, {r.purchase.source_url}" if r.purchase.source_url else "")
+            + ".",
+            *quote_lines(r.price_basis, [r.rent_quote], [r.gpu]),
+        ],
+        title="Why",
+    )
