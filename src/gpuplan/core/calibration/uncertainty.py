@@ -8,7 +8,7 @@ A command loads the error model once (``data/error_model.py default_error_model`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
@@ -85,3 +85,31 @@ def load_regime(utilisation: float) -> str:
     if utilisation >= 1.0:
         return "past saturation"
     return "near the knee" if utilisation >= KNEE_UTILISATION else "light load"
+
+
+class Bounds(FrozenModel):
+    """Intervals on a result's figures (``predict``, ``fit``): their level, the ends of each figure
+    (same units and names as the figures; null without a finite prediction) and the group each read."""
+
+    level: float
+    low: dict[str, float | None]
+    high: dict[str, float | None]
+    sources: dict[str, IntervalSource]
+
+
+def bounds(*, uncertainty: Uncertainty, figures: Mapping[str, tuple[float | None, Sequence[str]]]) -> Bounds:
+    """Each figure ``name: (predicted, group path)`` with its interval at ``uncertainty.level``; a
+    figure whose path reaches no group is left out."""
+    model, level = uncertainty.model, uncertainty.level
+    low: dict[str, float | None] = {}
+    high: dict[str, float | None] = {}
+    sources: dict[str, IntervalSource] = {}
+    for name, (value, path) in figures.items():
+        ends, where = band(model=model, path=path, level=level), source(model=model, path=path)
+        if ends is None or where is None:
+            continue
+        ok = value is not None and math.isfinite(value) and value > 0
+        low[name] = value * ends[0] if ok and value is not None else None
+        high[name] = value * ends[1] if ok and value is not None else None
+        sources[name] = where
+    return Bounds(level=level, low=low, high=high, sources=sources)

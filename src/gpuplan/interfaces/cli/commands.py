@@ -98,6 +98,7 @@ def fit_cmd(
     ] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
+    interval: IntervalOpt = DEFAULT_LEVEL,
 ) -> None:
     """Does it fit? Memory breakdown per GPU and the KV capacity left for requests (or, for a training
     scenario, weights, gradients, optimizer states and activations per GPU)."""
@@ -106,36 +107,27 @@ def fit_cmd(
             DOCUMENT_IS_THE_REQUEST, model=model, gpu=gpu, tp=tp, kv_dtype=kv_dtype, context=context,
             utilization=utilization,
         )  # fmt: skip
-        _fit_scenario(scenario, catalog, fmt(format), plot)
+        _fit_scenario(scenario, catalog, fmt(format), plot, uncertainty_from(interval))
         return
     if not (model and gpu):
         raise UserInputError("fit needs --model and --gpu, or --scenario FILE")
     result = fit_usecase.fit(
-        model,
-        gpu,
-        catalog_from(catalog),
-        count=count,
-        tp=tp,
-        pp=pp,
-        weight_dtype=dtype,
-        kv_dtype=kv_dtype,
-        engine=engine,
-        context_tokens=context,
-        utilization=utilization,
-    )
+        model, gpu, catalog_from(catalog), count=count, tp=tp, pp=pp, weight_dtype=dtype, kv_dtype=kv_dtype,
+        engine=engine, context_tokens=context, utilization=utilization, uncertainty=uncertainty_from(interval),
+    )  # fmt: skip
     views.fit(result, fmt(format))
     if plot is not None:
         plots.write_fit_plot(plot, result)
     _exit_unless_fits(result.memory.fits)
 
 
-def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | None) -> None:
+def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | None, sure: Uncertainty) -> None:
     text = read_scenario_text(path)
     if is_training_document(text):
         predict_training_scenario(parse_training_scenario(text, origin=str(path)), catalog, out)
         return
     sc = parse_scenario(text, origin=str(path))
-    result = fit_usecase.fit_from_scenario(sc, catalog_from(catalog))
+    result = fit_usecase.fit_from_scenario(sc, catalog_from(catalog), sure)
     views.fit(result, out)
     if plot is not None:
         plots.write_fit_plot(plot, result)
@@ -155,6 +147,7 @@ def predict(
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
+    interval: IntervalOpt = DEFAULT_LEVEL,
 ) -> None:
     """Latency, throughput and cost of one deployment on one workload (or one training layout's step
     time and memory, for a scenario with a ``training`` section). Reads the document simulate reads,
@@ -164,11 +157,8 @@ def predict(
         predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
         return
     sc = parse_scenario(text, origin=str(scenario), sla_limits=ALL_LIMITS)
-    result = predict_from_scenario(
-        sc,
-        catalog_from(catalog),
-        load_calibration(calibration) if calibration else None,
-    )
+    cal, sure = load_calibration(calibration) if calibration else None, uncertainty_from(interval)
+    result = predict_from_scenario(sc, catalog_from(catalog), cal, uncertainty=sure)
     views.predict(result, fmt(format))
     for line in scenario_notes(text):  # after the result: an error stays the one stderr line
         note(f"{scenario}: {line}")

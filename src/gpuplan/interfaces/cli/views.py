@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import ModelSummary
+from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.dtypes import DTYPES
 from gpuplan.core.pricing import PriceBasis, PriceQuote, quote_label
 from gpuplan.core.recommend.request import Plan, Recommendation
@@ -134,12 +135,14 @@ def fit(r: FitResult) -> None:
         f"{r.model} on {r.layout.gpus_per_replica}x {r.gpu} ({r.layout.weight_dtype}, {r.layout.engine}) - per GPU",
         ["part", "GiB"],
         [
-            ("weights", m.weights_bytes / GIB),
-            ("activation peak", m.activation_bytes / GIB),
-            ("runtime overhead", m.overhead_bytes / GIB),
+            ("weights", _banded(m.weights_bytes, r.interval, "weights_bytes", 1 / GIB)),
+            ("activation peak", _banded(m.activation_bytes, r.interval, "activation_bytes", 1 / GIB)),
+            ("runtime overhead", _banded(m.overhead_bytes, r.interval, "overhead_bytes", 1 / GIB)),
             (
                 "KV-cache pool" if m.kv_pool_bytes >= 0 else "KV-cache pool: short by",
-                abs(m.kv_pool_bytes) / GIB,
+                _banded(m.kv_pool_bytes, r.interval, "kv_pool_bytes", 1 / GIB)
+                if m.kv_pool_bytes >= 0
+                else abs(m.kv_pool_bytes) / GIB,
             ),
             ("budget (usable x utilization)", m.budget_bytes / GIB),
             ("usable", m.usable_bytes / GIB),
@@ -156,6 +159,24 @@ def fit(r: FitResult) -> None:
             "; ".join(r.nearest) if r.nearest else "none within 64 GPUs, int4 weights or a shorter context"
         )
         console.print(f"nearest that fit: {fixes}", highlight=False)
+    if r.interval is not None:
+        lines(_bounds_sources(r.interval), title="Intervals")
+
+
+def _banded(value: float, b: Bounds | None, name: str, scale: float = 1.0) -> str | float:
+    """``value × scale``, with its interval when ``b`` has one: ``412 (350-980)``."""
+    low, high = (b.low.get(name), b.high.get(name)) if b is not None and name in b.sources else (None, None)
+    if low is None or high is None:
+        return value * scale
+    return ranged(value * scale, low * scale, high * scale)
+
+
+def _bounds_sources(b: Bounds) -> list[str]:
+    """What a result's intervals are made of: the level, then each figure's error-model group."""
+    head = (
+        f"(low-high) next to a figure: its {b.level:.0%} interval from the error model of held-out residuals"
+    )
+    return [head] + [f"{name}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for name, s in b.sources.items()]
 
 
 @json_or_table
@@ -166,10 +187,10 @@ def predict(r: PredictResult) -> None:
         f"{r.layout.weight_dtype}, {r.workload.scenario})",
         ["metric", "value"],
         [
-            ("TTFT ms", p.ttft_s * MS_PER_S),
-            ("TPOT ms", p.tpot_s * MS_PER_S),
+            ("TTFT ms", _banded(p.ttft_s, r.interval, "ttft_s", MS_PER_S)),
+            ("TPOT ms", _banded(p.tpot_s, r.interval, "tpot_s", MS_PER_S)),
             ("E2E ms", p.e2e_s * MS_PER_S),
-            ("output tokens/s", p.output_tokens_per_s),
+            ("output tokens/s", _banded(p.output_tokens_per_s, r.interval, "output_tokens_per_s")),
             ("output tokens/s per GPU", p.output_tokens_per_s_per_gpu),
             ("requests/s", p.requests_per_s),
             ("running per replica", p.running_per_replica),
@@ -179,6 +200,8 @@ def predict(r: PredictResult) -> None:
         ],
     )
     lines(quote_lines(r.price_basis, [r.price_quote], [r.gpu]), title="Quotes")
+    if r.interval is not None:
+        lines(_bounds_sources(r.interval), title="Intervals")
 
 
 P99_FROM = {"simulator": "sim", "tail model": "model"}
