@@ -148,6 +148,8 @@ def fit(r: FitResult) -> None:
             ("usable", m.usable_bytes / GIB),
         ],
     )
+    if r.interval is not None:  # before the verdict: it stays the last line (scripts tail it)
+        lines(_bounds_sources(r.interval), title="Intervals")
     verdict = "fits" if m.fits else "does NOT fit"
     console.print(
         f"{verdict}: {m.kv_tokens:,} KV tokens per replica; {m.max_concurrency:.2f} requests of "
@@ -159,8 +161,6 @@ def fit(r: FitResult) -> None:
             "; ".join(r.nearest) if r.nearest else "none within 64 GPUs, int4 weights or a shorter context"
         )
         console.print(f"nearest that fit: {fixes}", highlight=False)
-    if r.interval is not None:
-        lines(_bounds_sources(r.interval), title="Intervals")
 
 
 def _banded(value: float, b: Bounds | None, name: str, scale: float = 1.0) -> str | float:
@@ -260,7 +260,7 @@ def _plan_row(p: Plan, tail: bool, at_q: bool) -> tuple[object, ...]:
         lay.replicas,
         lay.weight_dtype,
         *latency,
-        _fig(p, "output_tokens_per_s"),
+        p.output_tokens_per_s,  # its interval is in the JSON and the Intervals lines: the table is 160 wide
         p.usd_per_hour,
         p.usd_per_month,
         p.usd_per_million_output_tokens,
@@ -286,6 +286,10 @@ def _interval_sources(p: Plan) -> list[str]:
     )
     out = [head]
     out += [f"{name}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for name, s in p.interval.sources.items()]
+    if p.low is not None and p.high is not None:
+        out.append(
+            f"output tokens/s {ranged(p.output_tokens_per_s, p.low.output_tokens_per_s, p.high.output_tokens_per_s)}"
+        )
     if p.interval.capacity is not None:
         c = p.interval.capacity
         out.append(
