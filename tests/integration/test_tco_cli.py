@@ -84,3 +84,17 @@ def test_a_recommend_answer_is_a_plan_to_price(invoke: Invoke, tmp_path: Path) -
 )
 def test_bad_input_is_one_line(user_error: Callable[..., str], args: tuple[str, ...], start: str) -> None:
     assert user_error("tco", *args).startswith(start)
+
+
+def test_plot_draws_money_spent_and_the_break_even_month(invoke: Invoke, tmp_path: Path) -> None:
+    """Issue 18 item 2: the break-even month with a plot."""
+    pytest.importorskip("plotly")
+    page = tmp_path / "tco.html"
+    run = invoke("tco", "--gpu", "A100-80GB-SXM", "--count", "8", "--plot", str(page), "--format", "json")
+    assert run.exit_code == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert len(out["by_month"]) == 37 and out["by_month"][-1]["own_usd"] == pytest.approx(
+        out["own_total_usd"]
+    )
+    html = page.read_text(encoding="utf-8")
+    assert "break-even 10.0 months" in html and '"name":"rent"' in html and '"name":"own"' in html

@@ -505,3 +505,48 @@ def test_recommend_p99_limits_answer_like_the_cli(client: TestClient, invoke: In
     cli = json.loads(invoke(*flags).stdout)
     assert web.json()["plans"] == cli["plans"]
     assert all(p["sized_on"] == "p99" for p in cli["plans"])
+
+
+P99_DOC = {
+    **RECOMMEND,
+    "sla": {"ttft_p99_ms": 1500, "tpot_p99_ms": 80},
+    "hardware": {"gpus": ["L40S"]},  # rented on the default price basis (the L4 is not)
+    "workload": {"input_tokens": 512, "output_tokens": 128, "rate_rps": 8},
+}
+
+
+def _chart_latency_by_rank(figure: dict[str, Any]) -> dict[int, float]:
+    """Each plotted plan's latency (y) by its rank (the '3. ...' hover label)."""
+    points: dict[int, float] = {}
+    for trace in figure["data"]:
+        if trace["name"] == "Pareto front":
+            continue
+        for label, y in zip(trace["text"], trace["y"], strict=True):
+            points[int(label.split(".")[0])] = y
+    return points
+
+
+@pytest.mark.parametrize(
+    ("doc", "axis", "statistic", "field", "title"),
+    [
+        (RECOMMEND, "ttft_ms", "mean", "ttft_ms", "mean TTFT"),
+        (P99_DOC, "ttft_ms", "p99", "ttft_p99_ms", "P99 TTFT"),
+        (P99_DOC, "tpot_ms", "p99", "tpot_p99_ms", "P99 TPOT"),
+    ],
+)
+def test_chart_and_table_show_the_same_latency_statistic(
+    client: TestClient, doc: dict[str, Any], axis: str, statistic: str, field: str, title: str
+) -> None:
+    """The page's table shows P99 columns when plans are sized on P99s; the cost-vs-latency chart of the
+    same response draws those same P99s (not the means), and its axis says which statistic it is."""
+    answer = client.post(f"/api/plots/recommend?latency_axis={axis}", json=doc)
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    plans = data["recommendation"]["plans"]
+    assert (data["latency_statistic"], data["latency_field"]) == (statistic, field)
+    assert all(p["sized_on"] == statistic for p in plans)
+    chart = _chart_latency_by_rank(data["figures"]["pareto"])
+    assert chart == {rank: p[field] for rank, p in enumerate(plans, start=1)}
+    assert data["figures"]["pareto"]["layout"]["yaxis"]["title"]["text"].startswith(title)
+    if statistic == "p99":  # the means differ, so a chart of means would not pass the check above
+        assert any(p[field] != p[axis] for p in plans)

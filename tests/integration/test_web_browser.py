@@ -2,7 +2,9 @@
 
 Starts ``gpuplan web``'s app on 127.0.0.1 at a free port, fills the form, waits for the plan table and
 the Pareto chart, checks the top plan against the API, saves a screenshot, then types a bad value
-and checks that the CLI's one-line error appears next to that field. Skips when Chromium, its
+and checks that the CLI's one-line error appears next to that field (named as the form labels it).
+Also: results are marked stale while they do not answer the form; the P99 table and the chart show
+the same statistic; at 375 px the page reflows without sideways scrolling. Skips when Chromium, its
 driver or Selenium is missing.
 """
 
@@ -198,8 +200,9 @@ def test_page_answers_like_the_api_and_shows_cli_errors(server: str, browser: An
     shown = _wait(
         browser, "the error next to input tokens", lambda d: d.find_element(By.ID, "err-input_tokens").text
     )
-    assert shown == cli_line.replace("--input-tokens:", "workload.input_tokens:")  # the CLI names its flag
-    assert shown.startswith("error: workload.input_tokens")
+    # The CLI's message, with the field named as the form labels it (the CLI names its flag).
+    assert cli_line.startswith("error: --input-tokens: ")
+    assert shown == cli_line.replace("--input-tokens", "input tokens", 1)
 
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/api/" not in e["message"]]
     assert not severe, severe
@@ -269,8 +272,8 @@ def test_training_view_answers_like_the_api(server: str, browser: Any, invoke: I
     cli = invoke("train-plan", "--model", TRAIN_FORM["model"], "--tokens", "1e8", "--seq-len", "-3")
     _fill(browser, {"seq_len": "-3"})
     shown = _wait(browser, "the error next to seq_len", lambda d: d.find_element(By.ID, "err-seq_len").text)
-    assert shown == "error: seq_len: Input should be greater than or equal to 1"  # the form's field
     assert cli.error_line() == "error: --seq-len: Input should be greater than or equal to 1"  # the flag
+    assert shown == "error: sequence length: Input should be greater than or equal to 1"  # the form's label
 
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/api/" not in e["message"]]
     assert not severe, severe
@@ -292,7 +295,8 @@ def test_api_docs_render_from_local_assets(server: str, browser: Any) -> None:
 
 def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
     _open(browser, server)
-    _fill(browser, {**FORM, "gpus": "L4", "input_tokens": "512", "output_tokens": "128", "load": "8"})
+    # the L40S: rented on the default price basis (the L4 is not), and the page has no provider field
+    _fill(browser, {**FORM, "gpus": "L40S", "input_tokens": "512", "output_tokens": "128", "load": "8"})
     Select(browser.find_element(By.ID, "sla_stat")).select_by_value("p99")
 
     def header(d: Any) -> list[str]:
@@ -304,6 +308,113 @@ def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
     _wait(
         browser,
         "the P99 columns",
-        lambda d: "P99 TTFT ms" in header(d) and "P99 from" in header(d) and _top_row(d),
+        lambda d: "P99 TTFT ms" in header(d) and "P99 from" in header(d) and _ready(d),
         timeout_s=60,
     )
+    # The chart draws the table's statistic: each plan's point (by its rank) sits at the table's P99 TTFT,
+    # and the axis says P99.
+    column = header(browser).index("P99 TTFT ms")
+    table = {rank: row[column] for rank, row in enumerate(_rows(browser, "plans"), start=1)}
+    chart: dict[str, str] = browser.execute_script(
+        "const points = {};"
+        "for (const t of document.getElementById('chart-pareto').data) {"
+        "  if (t.name === 'Pareto front') continue;"
+        "  t.text.forEach((label, i) => { points[parseInt(label)] = fmt(t.y[i]); });"
+        "}"
+        "return points;"
+    )
+    assert {int(rank): value for rank, value in chart.items()} == table
+    title = browser.execute_script("return document.getElementById('chart-pareto').layout.yaxis.title.text")
+    assert title.startswith("P99 TTFT")
+    assert "P99 TTFT" in browser.find_element(By.ID, "latency-note").text
+
+
+def _ready(driver: Any) -> bool:
+    """An answer is shown and it answers the form as it is now."""
+    state, stale = driver.execute_script("return [document.body.dataset.state, document.body.dataset.stale]")
+    return bool(state == "ready" and stale == "false" and _top_row(driver))
+
+
+def _stale(driver: Any) -> bool:
+    """The results are marked stale: the banner is shown and the answer dimmed."""
+    banner = driver.find_element(By.ID, "stale")
+    answer = driver.find_element(By.CSS_SELECTOR, "#results .infer.answer")
+    return bool(banner.is_displayed() and float(answer.value_of_css_property("opacity")) < 0.5)
+
+
+def test_results_are_marked_stale_until_inputs_answer_again(server: str, browser: Any) -> None:
+    _open(browser, server)
+    _fill(browser, FORM)
+    _wait(browser, "the answer to the form", _ready)
+    assert not _stale(browser)
+    answered = _top_row(browser)
+
+    _fill(browser, {"input_tokens": "-5"})  # the server refuses it
+    shown = _wait(browser, "the error", lambda d: d.find_element(By.ID, "err-input_tokens").text)
+    assert shown == "error: input tokens: Input should be greater than or equal to 1"
+    assert _stale(browser)
+    assert browser.find_element(By.ID, "stale").text == "stale: inputs changed — run again"
+    assert browser.find_element(By.ID, "input_tokens").get_attribute("aria-invalid") == "true"
+    assert _top_row(browser) == answered  # still shown, dimmed
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "web_stale.png"))
+
+    _fill(browser, {"input_tokens": FORM["input_tokens"]})  # back to the inputs answered
+    _wait(browser, "the results to be current again", lambda d: _ready(d) and not _stale(d))
+    assert browser.find_element(By.ID, "err-input_tokens").text == ""
+
+    _fill(browser, {"output_tokens": "1e"})  # not a number: the browser reads it as ""
+    shown = _wait(browser, "the error", lambda d: d.find_element(By.ID, "err-output_tokens").text)
+    assert shown == "error: output tokens: not a number; type one such as 300"
+    assert _stale(browser)
+    _fill(browser, {"output_tokens": FORM["output_tokens"]})
+    _wait(browser, "the results to be current again", lambda d: _ready(d) and not _stale(d))
+
+    # A valid change marks the answer stale at once, until the new answer arrives.
+    browser.execute_script(
+        "window.staleSeen = false;"
+        "new MutationObserver(() => { if (document.body.dataset.stale === 'true') window.staleSeen = true; })"
+        ".observe(document.body, {attributes: true});"
+    )
+    _fill(browser, {"load": "21"})
+    _wait(browser, "the new answer", lambda d: d.execute_script("return window.staleSeen") and _ready(d))
+    assert not _stale(browser)
+
+
+def test_page_reflows_on_a_narrow_screen(server: str, browser: Any) -> None:
+    """At 375 px (a phone), the form stacks above the results, wide tables scroll inside their box and
+    the page itself does not scroll sideways."""
+    width_px = 375
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width_px, "height": 812, "deviceScaleFactor": 1, "mobile": True},
+    )
+    try:
+        _open(browser, server)
+        _fill(browser, FORM)
+        _wait(browser, "the answer to the form", _ready)
+        _wait(
+            browser,
+            "the GPU table",
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#gpu-table tbody tr")) > 5,
+        )
+        _wait(browser, "the Pareto chart", lambda d: d.find_elements(By.CSS_SELECTOR, "#chart-pareto .point"))
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.save_screenshot(str(ARTIFACTS / "web_narrow.png"))
+        browser.execute_script("document.getElementById('results').scrollIntoView()")
+        browser.save_screenshot(str(ARTIFACTS / "web_narrow_results.png"))
+        page = browser.execute_script(
+            "const r = (id) => document.getElementById(id).getBoundingClientRect();"
+            "const box = document.getElementById('plans').parentElement;"
+            "return {scroll: document.documentElement.scrollWidth, viewport: document.documentElement.clientWidth,"
+            " formBottom: r('form').bottom, resultsTop: r('results').top,"
+            " boxScroll: box.scrollWidth, boxWidth: box.clientWidth, boxRight: box.getBoundingClientRect().right,"
+            " overflow: getComputedStyle(box).overflowX};"
+        )
+        assert page["viewport"] == width_px, page
+        assert page["scroll"] <= page["viewport"], page
+        assert page["formBottom"] <= page["resultsTop"], page  # stacked, not side by side
+        assert page["boxScroll"] > page["boxWidth"], page  # the plans table is wider than the screen ...
+        assert page["overflow"] == "auto" and page["boxRight"] <= width_px, page  # ... and scrolls in its box
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -84,3 +84,29 @@ def rent_vs_buy(*, inputs: TcoInputs) -> TcoResult:
         own_total_usd=own_total,
         cheaper="own" if own_total < rent_total else "rent",
     )
+
+
+class CostPoint(FrozenModel):
+    """Money spent by the end of one month, renting and owning."""
+
+    month: int
+    rent_usd: float
+    own_usd: float
+
+
+def cumulative_costs(*, result: TcoResult, resale_share: float) -> list[CostPoint]:
+    """Month 0 to the horizon: rent accrues monthly; owning pays the upfront on day one, then its
+    opex, and recovers ``resale_share`` of the GPUs' purchase in the last month. The curves cross at
+    ``result.break_even_months`` (before the resale)."""
+    months = math.ceil(result.horizon_months)
+    points = []
+    for m in range(months + 1):
+        resale = resale_share * result.upfront_usd if m == months and m > 0 else 0.0
+        points.append(
+            CostPoint(
+                month=m,
+                rent_usd=result.rent_usd_per_month * m,
+                own_usd=result.upfront_usd + result.own_opex_usd_per_month * m - resale,
+            )
+        )
+    return points

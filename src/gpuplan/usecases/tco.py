@@ -19,7 +19,7 @@ from gpuplan.core.errors import FileFormatError, UserInputError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.pricing import PriceBasis, PriceQuote, missing_quote, typed_quote
 from gpuplan.core.recommend.request import Recommendation
-from gpuplan.core.tco import TcoInputs, TcoResult, rent_vs_buy
+from gpuplan.core.tco import CostPoint, TcoInputs, TcoResult, cumulative_costs, rent_vs_buy
 
 
 class PurchasePrice(FrozenModel):
@@ -40,6 +40,7 @@ class TcoAnswer(TcoResult):
     ownership: OwnershipAssumptions
     resale_share: float
     staff_usd_per_month: float
+    by_month: list[CostPoint] = Field(description="money spent by the end of each month, renting and owning")
 
 
 class TcoRequest(FrozenModel):
@@ -115,6 +116,7 @@ def _answer(
         ownership=req.ownership,
         resale_share=req.resale_share,
         staff_usd_per_month=req.staff_usd_per_month,
+        by_month=cumulative_costs(result=result, resale_share=req.resale_share),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.core.cost import OwnershipAssumptions, break_even_months
-from gpuplan.core.tco import TcoInputs, rent_vs_buy
+from gpuplan.core.tco import TcoInputs, cumulative_costs, rent_vs_buy
 
 A100 = {"gpu": "A100-80GB-SXM", "purchase_usd_per_gpu": 10_000.0, "tdp_watts": 400.0}
 
@@ -60,3 +60,15 @@ def test_staff_resale_and_a_rent_below_the_opex() -> None:
     assert (
         never.break_even_months is None and never.cheaper == "rent"
     )  # 0.05 x 0.7 x 730 = $25.6 < $31.9 power
+
+
+def test_money_spent_by_month_crosses_at_the_break_even_month() -> None:
+    """``tco --plot`` draws these: renting overtakes owning in the month after break-even (10.0
+    months for one A100 at $2.70/GPU-h), and owning gets its resale back in the last month."""
+    r = rent_vs_buy(inputs=TcoInputs(gpus=1, rent_usd_per_gpu_hour=2.70, resale_share=0.2, **A100))
+    points = cumulative_costs(result=r, resale_share=0.2)
+    assert [p.month for p in points] == list(range(37))
+    assert points[0].rent_usd == 0 and points[0].own_usd == pytest.approx(r.upfront_usd)
+    assert points[10].rent_usd < points[10].own_usd and points[11].rent_usd > points[11].own_usd
+    assert points[-1].own_usd == pytest.approx(r.upfront_usd * 0.8 + r.own_opex_usd_per_month * 36)
+    assert points[-1].own_usd == pytest.approx(r.own_total_usd)  # the curve ends at the stated total

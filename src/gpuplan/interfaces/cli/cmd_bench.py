@@ -19,7 +19,9 @@ from gpuplan.interfaces.cli.app import app
 __all__ = ["LATENCY_METRICS", "STATS", "StoreOpt", "announce", "bench_app", "results_app", "summary_table"]
 
 bench_app = typer.Typer(no_args_is_help=True, help="Measure: serving load tests (and GPU micro-benchmarks).")
-results_app = typer.Typer(no_args_is_help=True, help="Stored benchmark results: list, show, compare, export.")
+results_app = typer.Typer(
+    no_args_is_help=True, help="Stored benchmark results: list, show, compare, export, report."
+)
 app.add_typer(bench_app, name="bench")
 app.add_typer(results_app, name="results")
 StoreOpt = Annotated[

@@ -57,6 +57,9 @@ def tco_cmd(
     catalog: CatalogOpt = None,
     provider: ProviderOpt = None,
     price_basis: PriceBasisOpt = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="also draw money spent by month to FILE.html or FILE.png")
+    ] = None,
     format: FormatOpt = "table",
 ) -> None:
     """Rent vs buy: monthly cost of each, the break-even month, and the totals over the amortisation period."""
@@ -82,6 +85,10 @@ def tco_cmd(
         basis = price_basis_of(cat, provider=provider, basis=price_basis)
         answer = tco_for_gpu(cat, gpu=str(gpu), count=count, basis=basis, req=req)
     _view(answer, fmt(format))
+    if plot is not None:
+        from gpuplan.interfaces.plots.cost import write_tco_plot
+
+        write_tco_plot(plot, answer)
 
 
 FLAG_OF = {

@@ -33,6 +33,22 @@ if TYPE_CHECKING:  # the answers drawn; names for the annotations only
 
 CostAxis = Literal["usd_per_month", "usd_per_million_output_tokens", "usd_per_hour"]
 LatencyAxis = Literal["ttft_ms", "tpot_ms"]
+PlanLatency = Literal["ttft_ms", "tpot_ms", "ttft_p99_ms", "tpot_p99_ms"]
+"""The plan field a cost-vs-latency chart draws: a mean (a LatencyAxis) or its P99."""
+P99_FIELDS: dict[LatencyAxis, PlanLatency] = {"ttft_ms": "ttft_p99_ms", "tpot_ms": "tpot_p99_ms"}
+
+
+def latency_statistic(rec: Recommendation) -> Literal["mean", "p99"]:
+    """The latency statistic a table and its cost-vs-latency chart both show: the one the plans were
+    sized on (P99 when any plan was sized on simulated P99s, else the steady-state mean)."""
+    return "p99" if any(p.sized_on == "p99" for p in rec.plans) else "mean"
+
+
+def plotted_latency(rec: Recommendation, axis: LatencyAxis) -> PlanLatency:
+    """The plan field drawn for ``axis``: its P99 when the plans were sized on P99s."""
+    return P99_FIELDS[axis] if latency_statistic(rec) == "p99" else axis
+
+
 PLOT_HINT = "pip install 'gpuplan[plot]'"
 PNG_HINT = (
     "PNG export uses kaleido and a local Chromium or Chrome: pip install kaleido, apt-get install chromium"
@@ -45,6 +61,8 @@ AXIS_TITLES = {
     "usd_per_million_output_tokens": "$ per 1M output tokens",
     "ttft_ms": "mean TTFT at the target load, ms",
     "tpot_ms": "mean TPOT at the target load, ms",
+    "ttft_p99_ms": "P99 TTFT at the target load, ms",
+    "tpot_p99_ms": "P99 TPOT at the target load, ms",
 }
 MEMORY_PARTS = (
     ("weights", "weights"),
@@ -126,7 +144,7 @@ def scatter_with_front(
     return traces
 
 
-def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> list[Any]:
+def pareto_traces(rec: Recommendation, cost: CostAxis, latency: PlanLatency) -> list[Any]:
     """One scatter trace per GPU type (one point per plan) and the cost-latency front."""
     by_gpu: dict[str, list[Point]] = {}
     for rank, p in enumerate(rec.plans, start=1):
@@ -138,9 +156,9 @@ def pareto_traces(rec: Recommendation, cost: CostAxis, latency: LatencyAxis) -> 
 
 
 def pareto_figure(
-    rec: Recommendation, cost: CostAxis = "usd_per_month", latency: LatencyAxis = "ttft_ms"
+    rec: Recommendation, cost: CostAxis = "usd_per_month", latency: PlanLatency = "ttft_ms"
 ) -> Any:
-    """Cost vs latency, one point per ranked plan, coloured by GPU."""
+    """Cost vs latency (a mean or a P99, named on the axis), one point per ranked plan, coloured by GPU."""
     go, _ = plotly_modules()
     fig = go.Figure(pareto_traces(rec, cost, latency))
     fig.update_layout(
@@ -261,8 +279,10 @@ def recommendation_figure(
     cost: CostAxis = "usd_per_month",
     latency: LatencyAxis = "ttft_ms",
 ) -> Any:
-    """The three recommendation charts in one figure (``recommend --plot``)."""
+    """The three recommendation charts in one figure (``recommend --plot``); the latency drawn is the
+    statistic the plans were sized on (``plotted_latency``), as the table shows it."""
     go, make_subplots = plotly_modules()
+    field = plotted_latency(rec, latency)
     fig = make_subplots(
         rows=1,
         cols=3,
@@ -270,7 +290,7 @@ def recommendation_figure(
     )
     for col, traces in enumerate(
         (
-            pareto_traces(rec, cost, latency),
+            pareto_traces(rec, cost, field),
             memory_traces(rec.plans),
             throughput_traces(points, [p.gpu for p in rec.plans]),
         ),
@@ -279,7 +299,7 @@ def recommendation_figure(
         for trace in traces:
             fig.add_trace(trace, row=1, col=col)
     fig.update_xaxes(title_text=AXIS_TITLES[cost], row=1, col=1)
-    fig.update_yaxes(title_text=AXIS_TITLES[latency], row=1, col=1)
+    fig.update_yaxes(title_text=AXIS_TITLES[field], row=1, col=1)
     fig.update_yaxes(title_text="GiB", row=1, col=2)
     fig.update_xaxes(title_text="GPUs", type="log", tickvals=list(SCALING_GPU_COUNTS), row=1, col=3)
     fig.update_yaxes(title_text="output tokens/s", row=1, col=3)

@@ -27,6 +27,7 @@ from gpuplan.interfaces.plots import training as plots_training
 from gpuplan.interfaces.web import isolated
 from gpuplan.interfaces.web.errors import FieldError
 from gpuplan.interfaces.web.schemas import (
+    ApiError,
     FitRequest,
     RecommendPlots,
     SearchBound,
@@ -57,9 +58,20 @@ WEB_MAX_GPUS = 256
 TIME_LIMIT_S = 30.0
 """Compute time one API request may take; past it the answer is 422 with the limit."""
 BOUND_HEADER = "X-Gpuplan-Search-Bound"
+"""The P99 field of each mean latency a plan has (Plan.ttft_p99_ms, Plan.tpot_p99_ms)."""
 T = TypeVar("T")
 
-router = APIRouter(prefix="/api")
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ApiError, "description": "bad input: a value out of range, a malformed config_json"},
+    404: {"model": ApiError, "description": "an unknown model, GPU or dtype id (with did-you-mean)"},
+    405: {"model": ApiError, "description": "the method is not allowed on this path"},
+    413: {"model": ApiError, "description": "the body is over the size limit"},
+    422: {"model": ApiError, "description": "schema mismatch, nothing feasible, or past the time limit"},
+    500: {"model": ApiError, "description": "bad bundled or catalog data (exit code 3)"},
+}
+"""Every status the API answers besides 200, each with the error body (``ApiError``), for the OpenAPI schema."""
+
+router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
 
 
 def catalog_dep(request: Request) -> Catalog:
@@ -225,8 +237,10 @@ async def recommend_plots(
     spec = model_spec(sc.model, sc.config_json)
     scaling = await bounded_call(lambda: throughput_scaling(sc, catalog, rec, spec=spec))
     order = [p.gpu for p in rec.plans]
+    statistic = plots.latency_statistic(rec)
+    field = plots.plotted_latency(rec, latency_axis)
     figures = {
-        "pareto": plots.figure_json(plots.pareto_figure(rec, cost_axis, latency_axis)),
+        "pareto": plots.figure_json(plots.pareto_figure(rec, cost_axis, field)),
         "memory": plots.figure_json(plots.memory_figure(rec.plans)),
         "throughput": plots.figure_json(plots.throughput_figure(scaling, order)),
     }
@@ -236,6 +250,8 @@ async def recommend_plots(
         scaling=scaling,
         cost_axis=cost_axis,
         latency_axis=latency_axis,
+        latency_statistic=statistic,
+        latency_field=field,
         figures=figures,
     )
 

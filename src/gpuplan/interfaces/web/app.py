@@ -9,7 +9,7 @@ script and CSS from a CDN, as FastAPI does by default.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuplan import __version__
@@ -110,8 +111,22 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers if scope["type"] == "http" else send)
 
 
-def create_app(catalog: Catalog | None = None) -> FastAPI:
-    """The web app over ``catalog`` (default: the bundled one)."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+"""Host headers a loopback server answers (with the address it listens on): a page another site
+loads cannot reach it by a DNS name that resolves to 127.0.0.1 (DNS rebinding)."""
+
+
+def allowed_hosts(listen_host: str) -> list[str]:
+    """The Host headers ``gpuplan web --host listen_host`` answers: the loopback names and that host;
+    any on a wildcard address (0.0.0.0, ::), which serves every name the machine has."""
+    if listen_host in ("0.0.0.0", "::", ""):
+        return ["*"]
+    return list(dict.fromkeys([*LOOPBACK_HOSTS, listen_host]))
+
+
+def create_app(catalog: Catalog | None = None, *, hosts: Sequence[str] | None = None) -> FastAPI:
+    """The web app over ``catalog`` (default: the bundled one); ``hosts``: the Host headers it answers
+    (None: any, for an app embedded or under test; ``serve`` passes ``allowed_hosts``)."""
     app = FastAPI(
         title="gpuplan",
         version=__version__,
@@ -139,6 +154,8 @@ def create_app(catalog: Catalog | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     app.add_middleware(SecurityHeaders)
+    if hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
     return app
 
 
@@ -149,4 +166,4 @@ def serve(catalog: Callable[[], Catalog], host: str, port: int, *, on_start: Cal
     import uvicorn
 
     on_start()
-    uvicorn.run(create_app(catalog()), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(catalog(), hosts=allowed_hosts(host)), host=host, port=port, log_level="warning")

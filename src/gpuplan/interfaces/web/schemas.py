@@ -7,7 +7,7 @@ has the fields of ``gpuplan fit``'s flags. Responses are the CLI's ``--format js
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -16,7 +16,7 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.sim.capacity import CapacityResult
 from gpuplan.core.sim.metrics import SimSummary
-from gpuplan.interfaces.plots.serving import CostAxis, LatencyAxis
+from gpuplan.interfaces.plots.serving import CostAxis, LatencyAxis, PlanLatency
 from gpuplan.usecases.recommend import ScalingPoint
 from gpuplan.usecases.train import TrainMemoryBar, TrainPlanResult
 
@@ -99,6 +99,11 @@ class RecommendPlots(FrozenModel):
     scaling: list[ScalingPoint]
     cost_axis: CostAxis
     latency_axis: LatencyAxis
+    latency_statistic: Literal["mean", "p99"] = Field(
+        description="what the table's latency columns and the chart's latency axis both show: the statistic "
+        "the plans were sized on"
+    )
+    latency_field: PlanLatency = Field(description="the plan field on the chart's latency axis")
     figures: dict[str, dict[str, Any]] = Field(description="plotly figure JSON: pareto, memory, throughput")
 
 

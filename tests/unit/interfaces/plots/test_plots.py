@@ -251,3 +251,21 @@ def test_training_memory_figure_stacks_the_bars(train_bars: list[TrainMemoryBar]
     assert [t.name for t in stacked] == [name for _, name in plots_training.TRAIN_MEMORY_PARTS]
     assert list(stacked[0].y) == pytest.approx([b.memory.weights_bytes / 2**30 for b in train_bars])
     assert fig.layout.barmode == "stack"
+
+
+def test_recommend_plot_draws_the_statistic_the_plans_were_sized_on(
+    rec: Recommendation, scaling: list[ScalingPoint]
+) -> None:
+    """The page and ``recommend --plot`` alike: plans sized on P99 are drawn at their P99 (the table's
+    column), with the axis saying so; mean-sized plans at their mean."""
+    p99_plans = [
+        p.model_copy(update={"sized_on": "p99", "ttft_p99_ms": 3 * (p.ttft_ms or 1)}) for p in rec.plans
+    ]
+    sized_on_p99 = rec.model_copy(update={"plans": p99_plans})
+    for answer, field in ((rec, "ttft_ms"), (sized_on_p99, "ttft_p99_ms")):
+        fig = plots.recommendation_figure(answer, scaling)
+        drawn = sorted(
+            y for t in fig.data if t.type == "scatter" and t.mode == "markers" and t.xaxis == "x" for y in t.y
+        )
+        assert drawn == pytest.approx(sorted(getattr(p, field) for p in answer.plans))
+        assert fig.layout.yaxis.title.text == plots.AXIS_TITLES[field]

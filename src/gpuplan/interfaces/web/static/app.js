@@ -3,7 +3,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-// Server error "field" (a scenario path or an id kind) -> the form input it is shown next to.
+// Server error "field" (a scenario path or an id kind) -> the form input it is about, and the input whose
+// error box shows it when that differs (epochs and samples share the tokens box).
 const FIELD_INPUTS = [
   ["workload.input_tokens", "input_tokens"], ["workload.output_tokens", "output_tokens"],
   ["workload.rate_rps", "load"], ["workload.concurrency", "load"], ["sla.ttft_ms", "ttft_ms"],
@@ -12,8 +13,8 @@ const FIELD_INPUTS = [
   ["hardware.gpus", "gpus"], ["GPU", "gpus"], ["precision.allowed", "dtypes"], ["dtype", "dtypes"],
   ["config_json", "config_json"], ["model", "model"],
   // train-plan fields (the flags of gpuplan train-plan)
-  ["method", "method"], ["tokens", "tokens"], ["epochs", "tokens"], ["samples", "tokens"],
-  ["seq_len", "seq_len"], ["deadline_hours", "deadline_hours"], ["objective", "objective"],
+  ["method", "method"], ["tokens", "tokens"], ["epochs", "epochs", "tokens"], ["samples", "samples", "tokens"],
+  ["seq_len", "seq_len"], ["deadline_hours", "deadline_hours"], ["objective", "train_objective", "objective"],
   ["max_gpus", "max_gpus"], ["gpus", "gpus"],
 ];
 const PLAN_COLUMNS = [
@@ -30,8 +31,21 @@ const TRAIN_COLUMNS = [
   [(p) => p.cost.energy_kwh, "kWh"],
 ];
 const REJECTED_SHOWN = 20;
+// The latency columns of each statistic the server says the plans (and so the chart) are on.
+const LATENCY_COLUMNS = {
+  mean: { ttft_ms: [["ttft_ms", "mean TTFT ms"]], tpot_ms: [["tpot_ms", "mean TPOT ms"]] },
+  p99: {
+    ttft_ms: [["ttft_p99_ms", "P99 TTFT ms"]],
+    tpot_ms: [["tpot_p99_ms", "P99 TPOT ms"], ["p99_source", "P99 from"]],
+  },
+};
+const LATENCY_NAMES = {
+  ttft_ms: "mean TTFT", tpot_ms: "mean TPOT", ttft_p99_ms: "P99 TTFT", tpot_p99_ms: "P99 TPOT",
+};
 let latest = 0;
 let timer = null;
+// The request (URL and body, as JSON) that each view's shown results answer; null before the first.
+const shown = { inference: null, training: null };
 
 function fmt(v) {
   if (v === null || v === undefined) return "-";
@@ -41,8 +55,22 @@ function fmt(v) {
   return a >= 100 ? Math.round(v).toLocaleString("en-US") : a >= 1 ? v.toFixed(2) : v.toFixed(3);
 }
 
+// The name of a form input as the page shows it: its label's text, or its data-label.
+function labelOf(id) {
+  const el = $(id);
+  if (el.dataset.label) return el.dataset.label;
+  const label = el.closest("label");
+  const text = label && [...label.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+  return text ? text.textContent.trim() : id;
+}
+
 function num(id) {
-  const raw = $(id).value.trim();
+  const el = $(id);
+  // A number input holding text that is not a number reads as "": say so instead of sending nothing.
+  if (el.validity && el.validity.badInput) {
+    throw { error: `${labelOf(id)}: not a number; type one such as ${el.defaultValue || 1}`, input: id };
+  }
+  const raw = el.value.trim();
   return raw === "" ? undefined : Number(raw);
 }
 
@@ -93,7 +121,7 @@ function body() {
     try {
       doc.config_json = JSON.parse(pasted);
     } catch (e) {
-      throw { error: `config.json: not valid JSON (${e.message})`, field: "config_json" };
+      throw { error: `${labelOf("config_json")}: not valid JSON (${e.message})`, input: "config_json" };
     }
   }
   return doc;
@@ -101,14 +129,54 @@ function body() {
 
 function clearErrors() {
   for (const el of document.querySelectorAll(".error")) el.textContent = "";
+  for (const el of document.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
+}
+
+// The form input an error is about and the box it is shown in: a server error names a field (a scenario
+// path such as workload.input_tokens), a check in the page names the input itself.
+function errorPlace(err) {
+  const hit = err.input
+    ? FIELD_INPUTS.find(([, input]) => input === err.input) || [err.input, err.input]
+    : FIELD_INPUTS.find(([prefix]) => err.field && err.field.startsWith(prefix));
+  return hit ? { input: hit[1], box: hit[2] || hit[1] } : { input: null, box: "form" };
 }
 
 function showError(err) {
-  const hit = FIELD_INPUTS.find(([prefix]) => err.field && err.field.startsWith(prefix));
-  const box = $(hit ? `err-${hit[1]}` : "err-form");
-  box.textContent = `error: ${err.error}`;
+  const { input, box } = errorPlace(err);
+  let message = err.error;
+  if (input) {
+    $(input).setAttribute("aria-invalid", "true");
+    // Name the field as the form does ("input tokens", not the document path workload.input_tokens).
+    if (err.field && message.startsWith(`${err.field}: `)) {
+      message = `${labelOf(input)}: ${message.slice(err.field.length + 2)}`;
+    }
+  }
+  $(`err-${box}`).textContent = `error: ${message}`;
   document.body.dataset.state = "error";
   $("status").textContent = "";
+}
+
+function view() {
+  return training() ? "training" : "inference";
+}
+
+// The request the form asks for now, as JSON; null while an input is invalid.
+function currentKey() {
+  try {
+    const [url, doc] = request();
+    return JSON.stringify([url, doc]);
+  } catch {
+    return null;
+  }
+}
+
+// Results are stale when they answer other inputs than the form's (or an input is invalid), until a run
+// with these inputs answers: dimmed, under a banner.
+function markStale() {
+  const answered = shown[view()];
+  const stale = answered !== null && answered !== currentKey();
+  document.body.dataset.stale = String(stale);
+  $("stale").hidden = !stale;
 }
 
 function fillList(id, items, render) {
@@ -154,12 +222,8 @@ function plot(id, figure) {
 
 function render(answer) {
   const rec = answer.recommendation;
-  const tail = rec.plans.some((p) => p.sized_on === "p99");
-  const columns = tail
-    ? PLAN_COLUMNS.flatMap(([key, label]) =>
-        key === "ttft_ms" ? [["ttft_p99_ms", "P99 TTFT ms"]]
-          : key === "tpot_ms" ? [["tpot_p99_ms", "P99 TPOT ms"], ["p99_source", "P99 from"]] : [[key, label]])
-    : PLAN_COLUMNS;
+  const latency = LATENCY_COLUMNS[answer.latency_statistic];
+  const columns = PLAN_COLUMNS.flatMap(([key, label]) => latency[key] || [[key, label]]);
   fillTable("plans", columns, rec.plans, (i) => (i === 0 ? "best" : ""));
   fillList("explanation", rec.explanation, (s) => s);
   fillList("rejected", rec.rejected, (r) => `${r.gpu} (${r.kind}): ${r.reason}`);
@@ -167,7 +231,10 @@ function render(answer) {
   const b = answer.search;
   $("bound").textContent = `Search bound: plans of up to ${b.max_gpus_searched} GPUs ` +
     `(asked ${b.max_gpus_requested}, web limit ${b.max_gpus_limit}), ${b.time_limit_s} s of compute.`;
-  for (const name of ["pareto", "memory", "throughput"]) plot(`chart-${name}`, answer.figures[name]);
+  const name = LATENCY_NAMES[answer.latency_field];
+  $("latency-note").textContent = `Latency axis: ${name} at the target load, ms (the table's ` +
+    `"${name} ms" column; plans were sized on ${answer.latency_statistic === "p99" ? "P99s" : "means"}).`;
+  for (const chart of ["pareto", "memory", "throughput"]) plot(`chart-${chart}`, answer.figures[chart]);
   $("status").textContent = `${rec.plans.length} plans for ${rec.model}; best: ${rec.plans[0].count}x ${rec.plans[0].gpu}`;
   document.body.dataset.state = "ready";
 }
@@ -199,6 +266,7 @@ async function run() {
   const ticket = ++latest;
   clearErrors();
   applyWorkload();
+  markStale();
   let url, doc, show;
   try {
     [url, doc, show] = request();
@@ -206,14 +274,27 @@ async function run() {
     showError(err);
     return;
   }
+  const key = JSON.stringify([url, doc]);
+  const kind = view();
   document.body.dataset.state = "busy";
   $("status").textContent = "searching...";
-  const response = await fetch(url, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(doc),
-  });
-  const answer = await response.json();
+  let response, answer;
+  try {
+    response = await fetch(url, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(doc),
+    });
+    answer = await response.json();
+  } catch (e) {
+    answer = { error: `the server did not answer (${e.message}); is gpuplan web still running?` };
+  }
   if (ticket !== latest) return; // a newer request is on its way
-  if (response.ok) show(answer); else showError(answer);
+  if (response && response.ok) {
+    show(answer);
+    shown[kind] = key;
+  } else {
+    showError(answer);
+  }
+  markStale();
 }
 
 function link(url, text) {
@@ -248,11 +329,17 @@ function schedule() {
   timer = setTimeout(run, 400);
 }
 
+function edited() {
+  applyWorkload();
+  markStale();
+  schedule();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
-  $("form").addEventListener("change", applyWorkload);
-  $("form").addEventListener("input", schedule);
-  $("form").addEventListener("change", schedule);
+  $("form").addEventListener("input", edited);
+  $("form").addEventListener("change", edited);
   $("form").addEventListener("submit", (e) => { e.preventDefault(); run(); });
+  $("rerun").addEventListener("click", run);
   $("cost_axis").addEventListener("change", run);
   $("latency_axis").addEventListener("change", run);
   loadCatalog();
