@@ -88,8 +88,7 @@ def fit(
     spec: ModelSpec | None = None,
     uncertainty: Uncertainty | None = None,
 ) -> FitResult:
-    """Does it fit, and how much KV is left (``spec``: a parsed config.json instead of ``model_id``;
-    ``uncertainty``: the error model's intervals on the breakdown)."""
+    """Does it fit, how much KV is left (``spec``: a config.json for ``model_id``; ``uncertainty``: intervals)."""
     for flag, value, most in (
         ("--tp", tp, MAX_PARALLEL_DEGREE),
         ("--pp", pp, MAX_PARALLEL_DEGREE),
@@ -119,11 +118,17 @@ def fit(
     )
     check_layout(model, gpu, layout)
     mem = inference_memory(model, gpu, layout, max_model_len=context_tokens)
-    nearest = () if mem.fits else nearest_fits(model, gpu, layout, mem)
-    interval = uncertainty and memory_bounds(mem, engine, uncertainty)
-    return FitResult(
-        model=model.id, gpu=gpu.id, layout=layout, memory=mem, nearest=nearest, interval=interval
+    return _result(
+        model, gpu, layout, mem, None if uncertainty is None else memory_bounds(mem, engine, uncertainty)
     )
+
+
+def _result(
+    model: ModelSpec, gpu: GpuSpec, layout: Layout, mem: InferenceMemory, b: Bounds | None
+) -> FitResult:
+    """The answer, with the nearest deployments that fit when this one does not."""
+    nearest = () if mem.fits else nearest_fits(model, gpu, layout, mem)
+    return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem, nearest=nearest, interval=b)
 
 
 def nearest_fits(model: ModelSpec, gpu: GpuSpec, layout: Layout, mem: InferenceMemory) -> tuple[str, ...]:

@@ -132,5 +132,7 @@ def predict_from_scenario(
         usd_per_million_output_tokens=per_m,
         price_basis=basis,
         price_quote=quote,
-        interval=uncertainty and prediction_bounds(prediction, sc, model, gpu, layout, cal, uncertainty),
+        interval=None
+        if uncertainty is None
+        else prediction_bounds(prediction, sc, model, gpu, layout, cal, uncertainty),
     )
