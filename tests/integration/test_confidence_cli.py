@@ -67,3 +67,11 @@ def test_a_level_outside_the_error_models_range_names_the_flag(
 ) -> None:
     line = user_error(*REQUEST, flag, value)
     assert line.startswith(f"error: {flag} {float(value):g} is outside 0.5..0.99")
+
+
+def test_a_training_request_refuses_confidence(user_error: Callable[..., str]) -> None:
+    line = user_error(
+        "recommend", "--task", "train", "--model", "meta-llama/Llama-3.1-8B", "--tokens", "1e9", "--seq-len",
+        "4096", "--gpus", "H100-SXM", "--confidence", "0.9",
+    )  # fmt: skip
+    assert line.startswith("error: --confidence would be ignored by --task train")

@@ -210,7 +210,7 @@ def recommend(
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
-        max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
+        max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget, confidence=confidence,
     )  # fmt: skip
     basis = (provider, price_basis)
     if _task(task) != "infer":
@@ -268,10 +268,12 @@ class ServingFlags:
     engine: str
     objective: str
     budget: float | None
+    confidence: float | None = None
+    """Not part of the request document (a file takes it too), but a training request refuses it."""
 
     def without_defaults(self) -> dict[str, object]:
         """The flags that have no default (so a value means the user gave it), in order."""
-        defaulted = ("max_gpus", "dtypes", "engine", "objective")
+        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence")
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
 
 
@@ -318,7 +320,9 @@ DOCUMENT_IS_THE_REQUEST = (
     ": a scenario file (or --example) is the whole request",
     "put the values in the file, or drop the file and use flags only",
 )
-_SERVING = "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget"
+_SERVING = (
+    "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget confidence"
+)
 SERVING_ONLY = tuple(_SERVING.split())  # the flags a training request refuses, in order
 TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
 
