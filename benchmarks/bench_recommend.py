@@ -13,6 +13,7 @@ import time
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.recommend import confirm, recommend
 from gpuplan.core.recommend.request import SearchSpace
 from gpuplan.core.recommend.search import candidate_layouts, one_replica, search
@@ -20,6 +21,7 @@ from gpuplan.core.sim.tail_model import tail_estimate
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
+from gpuplan.data.error_model import default_error_model
 from gpuplan.usecases import resolve
 
 REPEATS = 5
@@ -76,19 +78,28 @@ P99_SLA = Sla(ttft_p99_ms=2000, tpot_p99_ms=100)
 P99_REPEATS = 2
 
 
+def _uncertainty() -> Uncertainty | None:
+    """``--intervals``: plans carry the error model's 80 % intervals; ``--confidence Q``: sized at Q too."""
+    args = sys.argv[1:]
+    if "--confidence" in args:
+        q = float(args[args.index("--confidence") + 1])
+        return Uncertainty(model=default_error_model(), confidence=q)
+    return Uncertainty(model=default_error_model()) if "--intervals" in args else None
+
+
 def p99_main() -> None:
     """P99-limited recommend over the whole catalog (no shortlist), and for the top plans their P99s
     (and where they came from: ``p99_source``) against the tail model's and a simulator run at the
     plan's per-replica rate; ``plan/sim`` is the plan's P99 over the simulator's."""
     catalog, cal = default_catalog(), default_calibration()
-    offers = resolve.offers(catalog, None)
+    offers, sure = resolve.offers(catalog, None), _uncertainty()
     for model_id, rate in P99_CASES:
         model = get_model(model_id)
         target = Workload(scenario="rate", input_tokens=2048, output_tokens=300, rate_rps=rate)
         times = []
         for _ in range(P99_REPEATS):
             start = time.perf_counter()
-            rec = recommend(model, offers, target, sla=P99_SLA, space=SPACE, cal=cal)
+            rec = recommend(model, offers, target, sla=P99_SLA, space=SPACE, cal=cal, uncertainty=sure)
             times.append(time.perf_counter() - start)
         print(f"P99 {model_id} @ {rate:g} req/s: best {min(times):.2f} s, {len(rec.plans)} plans")
         for plan in rec.plans[:3]:

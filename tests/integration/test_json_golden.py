@@ -42,6 +42,11 @@ CASES: dict[str, tuple[str, ...]] = {
         "--rate", "20", "--ttft-ms", "1000", "--tpot-ms", "50", "--gpus", "L4,A10G,L40S,H100-SXM",
         "--provider", "AWS",
     ),
+    "recommend-confidence": (
+        "recommend", "--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "2048", "--output-tokens", "300",
+        "--rate", "20", "--ttft-ms", "1000", "--tpot-ms", "50", "--gpus", "L4,A10G,L40S,H100-SXM",
+        "--confidence", "0.9",
+    ),
     "recommend-train": (
         "recommend", "--task", "train", "--model", "meta-llama/Llama-3.1-8B", "--tokens", "1e9",
         "--seq-len", "4096", "--gpus", "H100-SXM,A100-80GB-SXM",

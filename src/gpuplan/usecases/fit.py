@@ -9,6 +9,8 @@ from __future__ import annotations
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
+from gpuplan.core.calibration.error_model import group_path
+from gpuplan.core.calibration.uncertainty import Bounds, Uncertainty, bounds
 from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.errors import UserInputError, check_whole_number
 from gpuplan.core.frozen import FrozenModel
@@ -23,6 +25,16 @@ SMALLER_WEIGHT_DTYPES = ("fp8", "int8", "int4")
 """Weight formats tried, smallest last, when the deployment does not fit at its own."""
 CONTEXT_STEP_TOKENS = 1024
 """A suggested ``--context`` is rounded down to a multiple of this."""
+MEMORY_METRICS = {
+    "weights_bytes": "weights_gib_per_gpu",
+    "activation_bytes": "activation_peak_gib",
+    "overhead_bytes": "non_torch_gib",
+    "kv_pool_bytes": "kv_cache_gib_per_gpu",
+    "kv_tokens": "kv_cache_tokens",
+    "max_concurrency": "max_concurrency_at_len",
+}
+"""``InferenceMemory`` fields with an interval and the ``inference_memory.csv`` metric whose held-out
+residuals bound it (``usecases/validation/predict.py`` predicts those metrics from the same fields)."""
 
 
 class FitResult(FrozenModel):
@@ -35,6 +47,29 @@ class FitResult(FrozenModel):
     layout: Layout
     memory: InferenceMemory
     nearest: tuple[str, ...] = ()
+    interval: Bounds | None = None
+    """The error model's intervals on ``memory``'s fields (same names and units; docs/json.md)."""
+
+
+def memory_bounds(mem: InferenceMemory, engine: str, uncertainty: Uncertainty) -> Bounds:
+    """The intervals of the breakdown: the inference-memory group of each metric (no memory factor is
+    fitted, so the GPU's evidence does not apply); no part of one GPU's memory exceeds its usable memory."""
+    figures = {
+        name: (
+            float(getattr(mem, name)),
+            group_path(
+                family="inference memory", regime="other", gpu_fitted=None, engine_known=engine != "other",
+                metric=metric,
+            ),
+        )
+        for name, metric in MEMORY_METRICS.items()
+    }  # fmt: skip
+    b = bounds(uncertainty=uncertainty, figures=figures)
+    capped = {
+        k: min(v, mem.usable_bytes) if v is not None and k.endswith("_bytes") else v
+        for k, v in b.high.items()
+    }
+    return b.model_copy(update={"high": capped})
 
 
 def fit(
@@ -51,8 +86,9 @@ def fit(
     context_tokens: int | None,
     utilization: float | None,
     spec: ModelSpec | None = None,
+    uncertainty: Uncertainty | None = None,
 ) -> FitResult:
-    """Does it fit, and how much KV is left (``spec``: a parsed config.json instead of ``model_id``)."""
+    """Does it fit, how much KV is left (``spec``: a config.json for ``model_id``; ``uncertainty``: intervals)."""
     for flag, value, most in (
         ("--tp", tp, MAX_PARALLEL_DEGREE),
         ("--pp", pp, MAX_PARALLEL_DEGREE),
@@ -82,8 +118,17 @@ def fit(
     )
     check_layout(model, gpu, layout)
     mem = inference_memory(model, gpu, layout, max_model_len=context_tokens)
+    return _result(
+        model, gpu, layout, mem, None if uncertainty is None else memory_bounds(mem, engine, uncertainty)
+    )
+
+
+def _result(
+    model: ModelSpec, gpu: GpuSpec, layout: Layout, mem: InferenceMemory, b: Bounds | None
+) -> FitResult:
+    """The answer, with the nearest deployments that fit when this one does not."""
     nearest = () if mem.fits else nearest_fits(model, gpu, layout, mem)
-    return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem, nearest=nearest)
+    return FitResult(model=model.id, gpu=gpu.id, layout=layout, memory=mem, nearest=nearest, interval=b)
 
 
 def nearest_fits(model: ModelSpec, gpu: GpuSpec, layout: Layout, mem: InferenceMemory) -> tuple[str, ...]:
@@ -131,7 +176,9 @@ def _context_that_fits(mem: InferenceMemory) -> int | None:
     return tokens if 0 < tokens < mem.max_model_len else None
 
 
-def fit_from_scenario(sc: ScenarioFile, catalog: Catalog) -> FitResult:
+def fit_from_scenario(
+    sc: ScenarioFile, catalog: Catalog, uncertainty: Uncertainty | None = None
+) -> FitResult:
     """``fit --scenario``: the deployment of an inference scenario, at its context length."""
     if not sc.hardware.gpu:
         raise UserInputError(
@@ -149,4 +196,5 @@ def fit_from_scenario(sc: ScenarioFile, catalog: Catalog) -> FitResult:
         engine=sc.engine,
         context_tokens=sc.max_model_len or sc.workload.input_tokens + sc.workload.output_tokens,
         utilization=sc.gpu_memory_utilization,
+        uncertainty=uncertainty,
     )

@@ -14,6 +14,7 @@ from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.dtypes import get_dtype
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.frozen import FrozenModel
@@ -50,9 +51,11 @@ def recommend_from_scenario(
     spec: ModelSpec | None = None,
     progress: Progress | None = None,
     basis: PriceBasis | None = None,
+    uncertainty: Uncertainty | None = None,
 ) -> Recommendation:
     """``recommend`` on a scenario document; ``spec`` (a parsed config.json) replaces the lookup of ``sc.model``.
-    Every GPU is priced on ``basis`` (default: the market median, :func:`price_basis`)."""
+    Every GPU is priced on ``basis`` (default: the market median, :func:`price_basis`); ``uncertainty``:
+    intervals on the plans, and plans sized at its ``confidence``."""
     model = spec or get_model(sc.model)
     check_generation(model, sc)
     target = sc.workload.serving_target()
@@ -79,6 +82,7 @@ def recommend_from_scenario(
         ownership=sc.ownership,
         progress=progress,
         price_basis=basis,
+        uncertainty=uncertainty,
     )
 
 

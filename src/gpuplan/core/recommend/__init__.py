@@ -5,11 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.pricing import PriceBasis
+from gpuplan.core.recommend.confidence import (
+    AtConfidence,
+    Sized,
+    confidence_line,
+    margin,
+    size_at_confidence,
+)
 from gpuplan.core.recommend.explain import assumptions, explain
+from gpuplan.core.recommend.intervals import with_intervals
 from gpuplan.core.recommend.request import (
     GpuOffer,
     Objective,
@@ -18,7 +27,7 @@ from gpuplan.core.recommend.request import (
     Rejection,
     SearchSpace,
 )
-from gpuplan.core.recommend.search import Miss, rank, search
+from gpuplan.core.recommend.search import Miss, one_replica, rank, search
 from gpuplan.core.recommend.tail import size_on_p99
 from gpuplan.core.sim.simulator import Progress
 from gpuplan.core.sla import Sla
@@ -40,15 +49,17 @@ def recommend(
     cal: Calibration,
     ownership: OwnershipAssumptions | None = None,
     progress: Progress | None = None,
+    uncertainty: Uncertainty | None = None,
     price_basis: PriceBasis | None = None,
 ) -> Recommendation:
     """Search, rank and explain for a ``rate`` or ``concurrency`` target; InfeasibleError (exit 2) with the
-    nearest misses when nothing works. ``progress`` gets the share done of the P99 sizing (P99 SLAs only).
-    Offers without a quote on ``price_basis`` are not ranked (:func:`_quoted`)."""
+    nearest misses when nothing works. ``progress``: share done of the P99 sizing; ``uncertainty``: intervals
+    (``intervals.py``) and sizing at its confidence (``confidence.py``); unquoted offers are not ranked."""
     target = _serving(target)
     sla, space = sla or Sla(), space or SearchSpace()
     all_offers, offers, no_quote = _quoted(offers)
-    plans, misses, shown_as = _sized(model, offers, target, sla, space, cal, progress, objective)
+    sizing = _sizing(model, offers, target, sla, space, cal, progress, objective, uncertainty)
+    plans, misses, shown_as, at = sizing
     budget = space.max_usd_per_hour
     over = [p for p in plans if budget is not None and p.usd_per_hour is not None and p.usd_per_hour > budget]
     unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
@@ -60,25 +71,124 @@ def recommend(
     rejected = _rejections(misses, over, winners, budget)
     rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown) + no_quote
     if not ranked:
-        nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
-        reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]
-        raise InfeasibleError(
-            f"no plan for {model.id} meets the request on {len(all_offers)} GPU types",
-            nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
-            hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
-        )
+        raise _infeasible(model, all_offers, misses, rejected)
+    restated = _once(shown_as)
+    explanation = _explanation(
+        model, best_per_gpu, rejected, all_offers, target, sla, ownership, at, restated
+    )
+    shown_plans = [_with_intervals(restated(p), model, offers, target, cal, uncertainty) for p in shown]
     return Recommendation(
         model=model.id,
         workload=target,
         objective=objective,
         price_basis=price_basis,
-        plans=[shown_as(p) for p in shown],
+        confidence=at.confidence if at else None,
+        plans=shown_plans,
         rejected=rejected,
-        explanation=explain(
-            model, best_per_gpu, rejected, all_offers, target, sla, ownership or OwnershipAssumptions()
-        ),
+        explanation=explanation,
         assumptions=assumptions(space, sla, offers, price_basis),
     )
+
+
+def _sizing(
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: Workload,
+    sla: Sla,
+    space: SearchSpace,
+    cal: Calibration,
+    progress: Progress | None,
+    objective: Objective,
+    uncertainty: Uncertainty | None,
+) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan], AtConfidence | None]:
+    """``_sized`` at the point estimate, or at the uncertainty's confidence (``confidence.py``) with its context."""
+    if uncertainty is None or uncertainty.confidence is None:
+        return (*_sized(model, offers, target, sla, space, cal, progress, objective), None)
+    confidence = uncertainty.confidence
+    at = AtConfidence(
+        confidence=confidence,
+        model=model,
+        offers={o.gpu.id: o for o in offers},
+        target=target,
+        sla=sla,
+        cal=cal,
+        margins={
+            o.gpu.id: margin(model=uncertainty.model, calibrated=_fitted(cal, o), confidence=confidence)
+            for o in offers
+        },
+    )
+
+    def size(group: Sequence[GpuOffer], t: Workload, s: Sla) -> Sized:
+        return _sized(model, group, t, s, space, cal, progress, objective)
+
+    return (*size_at_confidence(context=at, size=size, calibrated=lambda o: _fitted(cal, o)), at)
+
+
+def _explanation(
+    model: ModelSpec,
+    best_per_gpu: Sequence[Plan],
+    rejected: Sequence[Rejection],
+    offers: Sequence[GpuOffer],
+    target: Workload,
+    sla: Sla,
+    ownership: OwnershipAssumptions | None,
+    at: AtConfidence | None,
+    restated: Callable[[Plan], Plan],
+) -> list[str]:
+    """``explain``'s lines; at a confidence, of the plans restated at the target, with both counts."""
+    own = ownership or OwnershipAssumptions()
+    if at is None:
+        return explain(model, best_per_gpu, rejected, offers, target, sla, own)
+    lines = explain(model, [restated(p) for p in best_per_gpu[:4]], rejected, offers, target, sla, own)
+    best = restated(best_per_gpu[0])
+    lines.insert(1, confidence_line(best=best, confidence=at.confidence, margin=at.margins[best.gpu]))
+    return lines
+
+
+def _infeasible(
+    model: ModelSpec, offers: Sequence[GpuOffer], misses: dict[str, list[Miss]], rejected: Sequence[Rejection]
+) -> InfeasibleError:
+    """Nothing works: the nearest misses (budget and price reasons first)."""
+    nearest = sorted((m for ms in misses.values() for m in ms), key=lambda m: m.distance)
+    reasons = [f"{r.gpu}: {r.reason}" for r in rejected if r.kind in ("budget", "price")]
+    return InfeasibleError(
+        f"no plan for {model.id} meets the request on {len(offers)} GPU types",
+        nearest=reasons + [f"{m.rejection.gpu}: {m.rejection.reason}" for m in nearest],
+        hint="relax the SLA or the budget, allow more GPUs (--max-gpus) or lower-precision weights (--dtypes)",
+    )
+
+
+def _fitted(cal: Calibration, offer: GpuOffer) -> bool:
+    """The error model's evidence level of a GPU: its family's factors fitted on measurements."""
+    return cal.is_fitted(offer.gpu.family)
+
+
+def _once(shown_as: Callable[[Plan], Plan]) -> Callable[[Plan], Plan]:
+    """``shown_as`` computed once per plan (the explanation and the list share plans)."""
+    done: dict[int, Plan] = {}
+
+    def shown(plan: Plan) -> Plan:
+        if id(plan) not in done:
+            done[id(plan)] = shown_as(plan)
+        return done[id(plan)]
+
+    return shown
+
+
+def _with_intervals(
+    plan: Plan,
+    model: ModelSpec,
+    offers: Sequence[GpuOffer],
+    target: Workload,
+    cal: Calibration,
+    uncertainty: Uncertainty | None,
+) -> Plan:
+    """``plan`` with its intervals (``intervals.py``); as it is without an error model."""
+    if uncertainty is None:
+        return plan
+    gpu = next(o.gpu for o in offers if o.gpu.id == plan.gpu)
+    replica = one_replica(model, gpu, plan.layout, target, cal)
+    return with_intervals(plan=plan, replica=replica, target=target, uncertainty=uncertainty)
 
 
 def _quoted(offers: Sequence[GpuOffer]) -> tuple[Sequence[GpuOffer], list[GpuOffer], list[Rejection]]:

@@ -14,6 +14,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from gpuplan.core.calibration.uncertainty import IntervalSource
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.layout import Layout
@@ -103,6 +104,28 @@ class PlanLayoutKeys(FrozenModel):
         return Layout(**self.model_dump(exclude={"count"}))
 
 
+class PlanFigures(FrozenModel):
+    """One end of a plan's intervals (``Plan.low`` / ``Plan.high``), same units as the plan's figures
+    (null where the figure is not finite); a P99 is null when the plan has none, or (``high``) when the slow end of the capacity interval
+    puts the load past the replica's capacity (unbounded)."""
+
+    ttft_ms: float | None
+    tpot_ms: float | None
+    output_tokens_per_s: float | None
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+
+
+class PlanInterval(FrozenModel):
+    """What a plan's intervals are made of: their level and, per figure, the error-model group read.
+    ``capacity``: the throughput group whose interval is carried through the queue to the P99s
+    (P99-sized plans only)."""
+
+    level: float
+    sources: dict[str, IntervalSource]
+    capacity: IntervalSource | None = None
+
+
 class Plan(FrozenModel):
     """One ranked answer: the JSON contract of ``recommend --format json`` (docs/json.md)."""
 
@@ -144,6 +167,16 @@ class Plan(FrozenModel):
         default=None,
         description="where the P99s and the replica count come from: a serving-simulator run at the target "
         "load (confirmed plans) or the analytic tail model alone; null when sized on means",
+    )
+    count_at_point_estimate: int | None = Field(
+        default=None,
+        description="GPUs this layout needs at the point estimate (recommend --confidence only; count is at "
+        "the confidence)",
+    )
+    low: PlanFigures | None = Field(default=None, description="low ends of the intervals (see interval)")
+    high: PlanFigures | None = Field(default=None, description="high ends of the intervals (see interval)")
+    interval: PlanInterval | None = Field(
+        default=None, description="the intervals' level and the error-model groups they read"
     )
 
     @model_validator(mode="before")
@@ -198,6 +231,10 @@ class Recommendation(FrozenModel):
     objective: Objective
     price_basis: PriceBasis | None = Field(
         default=None, description="the providers every plan of this answer is priced from"
+    )
+    confidence: float | None = Field(
+        default=None,
+        description="the quantile of the error model each plan is sized at (null: the point estimate)",
     )
     plans: list[Plan]
     rejected: list[Rejection]

@@ -18,7 +18,10 @@ from pydantic import ValidationError
 
 from gpuplan.adapters.catalog.loader import Catalog, load_catalog
 from gpuplan.adapters.scenario_files.deployment import describe_validation_error
+from gpuplan.core.calibration.error_model import MAX_LEVEL, MIN_LEVEL
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.errors import GpuplanError, UserInputError
+from gpuplan.data.error_model import default_error_model
 from gpuplan.interfaces.cli.render import error
 
 app = typer.Typer(
@@ -44,6 +47,18 @@ PriceBasisOpt = Annotated[
         help="market-median (default: fixed providers, named in the output), hyperscaler, specialist or marketplace",
     ),
 ]
+IntervalOpt = Annotated[
+    float, typer.Option("--interval", help="level of the intervals shown next to each figure, 0.5..0.99")
+]
+ConfidenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--confidence",
+        help="size each plan so its SLA and load hold at this quantile of the error model, 0.5..0.99 "
+        "[default: the point estimate]",
+    ),
+]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -107,6 +122,22 @@ def fmt(value: str) -> Format:
     if value not in ("table", "json"):
         raise UserInputError(f"--format {value!r} is not one of table, json")
     return value  # type: ignore[return-value]
+
+
+def uncertainty_from(level: float, confidence: float | None = None) -> Uncertainty:
+    """The bundled error model at the ``--interval`` level (and ``--confidence``), loaded once by the command."""
+    check_level(level, "--interval")
+    if confidence is not None:
+        check_level(confidence, "--confidence")
+    return Uncertainty(model=default_error_model(), level=level, confidence=confidence)
+
+
+def check_level(value: float, flag: str) -> None:
+    """UserInputError naming ``flag`` unless ``value`` is a level the error model covers."""
+    if not MIN_LEVEL <= value <= MAX_LEVEL:
+        raise UserInputError(
+            f"{flag} {value:g} is outside {MIN_LEVEL:g}..{MAX_LEVEL:g}", hint=f"e.g. {flag} 0.8 (80 %)"
+        )
 
 
 def catalog_from(files: list[Path] | None) -> Catalog:

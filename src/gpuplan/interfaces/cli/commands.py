@@ -20,19 +20,23 @@ from gpuplan.adapters.scenario_files.deployment import (
     read_scenario_text,
     scenario_notes,
 )
+from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL, Uncertainty
 from gpuplan.core.errors import InfeasibleError, UserInputError
 from gpuplan.interfaces.cli import views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
     CatalogOpt,
+    ConfidenceOpt,
     Format,
     FormatOpt,
+    IntervalOpt,
     PriceBasisOpt,
     ProviderOpt,
     app,
     catalog_from,
     fmt,
     guarded,
+    uncertainty_from,
 )
 from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import note, progress_bar
@@ -94,6 +98,7 @@ def fit_cmd(
     ] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
+    interval: IntervalOpt = DEFAULT_LEVEL,
 ) -> None:
     """Does it fit? Memory breakdown per GPU and the KV capacity left for requests (or, for a training
     scenario, weights, gradients, optimizer states and activations per GPU)."""
@@ -102,36 +107,27 @@ def fit_cmd(
             DOCUMENT_IS_THE_REQUEST, model=model, gpu=gpu, tp=tp, kv_dtype=kv_dtype, context=context,
             utilization=utilization,
         )  # fmt: skip
-        _fit_scenario(scenario, catalog, fmt(format), plot)
+        _fit_scenario(scenario, catalog, fmt(format), plot, uncertainty_from(interval))
         return
     if not (model and gpu):
         raise UserInputError("fit needs --model and --gpu, or --scenario FILE")
     result = fit_usecase.fit(
-        model,
-        gpu,
-        catalog_from(catalog),
-        count=count,
-        tp=tp,
-        pp=pp,
-        weight_dtype=dtype,
-        kv_dtype=kv_dtype,
-        engine=engine,
-        context_tokens=context,
-        utilization=utilization,
-    )
+        model, gpu, catalog_from(catalog), count=count, tp=tp, pp=pp, weight_dtype=dtype, kv_dtype=kv_dtype,
+        engine=engine, context_tokens=context, utilization=utilization, uncertainty=uncertainty_from(interval),
+    )  # fmt: skip
     views.fit(result, fmt(format))
     if plot is not None:
         plots.write_fit_plot(plot, result)
     _exit_unless_fits(result.memory.fits)
 
 
-def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | None) -> None:
+def _fit_scenario(path: Path, catalog: CatalogOpt, out: Format, plot: Path | None, sure: Uncertainty) -> None:
     text = read_scenario_text(path)
     if is_training_document(text):
         predict_training_scenario(parse_training_scenario(text, origin=str(path)), catalog, out)
         return
     sc = parse_scenario(text, origin=str(path))
-    result = fit_usecase.fit_from_scenario(sc, catalog_from(catalog))
+    result = fit_usecase.fit_from_scenario(sc, catalog_from(catalog), sure)
     views.fit(result, out)
     if plot is not None:
         plots.write_fit_plot(plot, result)
@@ -151,6 +147,7 @@ def predict(
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
+    interval: IntervalOpt = DEFAULT_LEVEL,
 ) -> None:
     """Latency, throughput and cost of one deployment on one workload (or one training layout's step
     time and memory, for a scenario with a ``training`` section). Reads the document simulate reads,
@@ -160,11 +157,8 @@ def predict(
         predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
         return
     sc = parse_scenario(text, origin=str(scenario), sla_limits=ALL_LIMITS)
-    result = predict_from_scenario(
-        sc,
-        catalog_from(catalog),
-        load_calibration(calibration) if calibration else None,
-    )
+    cal, sure = load_calibration(calibration) if calibration else None, uncertainty_from(interval)
+    result = predict_from_scenario(sc, catalog_from(catalog), cal, uncertainty=sure)
     views.predict(result, fmt(format))
     for line in scenario_notes(text):  # after the result: an error stays the one stderr line
         note(f"{scenario}: {line}")
@@ -209,23 +203,23 @@ def recommend(
     provider: ProviderOpt = None,
     price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
+    interval: IntervalOpt = DEFAULT_LEVEL,
+    confidence: ConfidenceOpt = None,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
-        max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget,
+        max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget, confidence=confidence,
     )  # fmt: skip
     basis = (provider, price_basis)
     if _task(task) != "infer":
         train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
         _recommend_training_task(task, flags, scenario, train, fmt(format), catalog, calibration, basis)
         return
-    _refuse_flags(
-        (" by a serving request (they are --task train|finetune flags)", "drop them, or add --task train"),
-        method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch,
-    )  # fmt: skip
-    _recommend_serving(_serving_scenario(example, scenario, flags), calibration, catalog, format, plot, basis)
+    _refuse_flags(SERVING_REQUEST, method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+    sc, sure = _serving_scenario(example, scenario, flags), uncertainty_from(interval, confidence)
+    _recommend_serving(sc, calibration, catalog, format, plot, basis, sure)
 
 
 def _recommend_training_task(
@@ -274,10 +268,12 @@ class ServingFlags:
     engine: str
     objective: str
     budget: float | None
+    confidence: float | None = None
+    """Not part of the request document (a file takes it too), but a training request refuses it."""
 
     def without_defaults(self) -> dict[str, object]:
         """The flags that have no default (so a value means the user gave it), in order."""
-        defaulted = ("max_gpus", "dtypes", "engine", "objective")
+        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence")
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
 
 
@@ -299,6 +295,7 @@ def _recommend_serving(
     format: str,
     plot: Path | None,
     basis: tuple[str | None, str | None],
+    sure: Uncertainty,
 ) -> None:
     """Rank the plans (a progress bar while P99s are simulated), print them, and draw them if asked.
     ``basis`` is (``--provider``, ``--price-basis``)."""
@@ -307,19 +304,25 @@ def _recommend_serving(
     cal = load_calibration(calibration) if calibration else None
     simulated = sc.sla.has_percentiles
     with progress_bar("sizing plans on simulated P99s") if simulated else nullcontext() as progress:
-        rec = recommend_from_scenario(sc, cat, cal, progress=progress, basis=chosen)
+        rec = recommend_from_scenario(sc, cat, cal, progress=progress, basis=chosen, uncertainty=sure)
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
 
 
+SERVING_REQUEST = (
+    " by a serving request (they are --task train|finetune flags)",
+    "drop them, or add --task train",
+)
 TRAIN_GLOBAL_BATCH = 256
 """``recommend --task train``'s sequences per optimizer step when ``--global-batch`` is not given."""
 DOCUMENT_IS_THE_REQUEST = (
     ": a scenario file (or --example) is the whole request",
     "put the values in the file, or drop the file and use flags only",
 )
-_SERVING = "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget"
+_SERVING = (
+    "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget confidence"
+)
 SERVING_ONLY = tuple(_SERVING.split())  # the flags a training request refuses, in order
 TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
 

@@ -101,6 +101,20 @@ def _cell(v: object) -> str:
     return str(v)
 
 
+def ranged(value: float | None, low: float | None, high: float | None) -> str:
+    """A figure and its interval as one cell, the ends to 3 significant digits: ``2,560 (1.4k-2.4k)``;
+    an open end (null) prints as ``-``."""
+    if value is None:
+        return "-"
+    return f"{_cell(value)} ({_short(low)}-{_short(high)})"
+
+
+def _short(v: float | None) -> str:
+    if v is None or v != v or v in (float("inf"), float("-inf")):
+        return "-"
+    return f"{v / 1e3:.3g}k" if abs(v) >= 1e3 else f"{v:.3g}"
+
+
 @contextmanager
 def progress_bar(description: str) -> Iterator[Callable[[float], None] | None]:
     """A transient progress bar on stderr when it is a terminal; yields an update(fraction) function,

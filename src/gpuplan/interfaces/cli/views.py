@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import ModelSummary
+from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.dtypes import DTYPES
 from gpuplan.core.pricing import PriceBasis, PriceQuote, quote_label
-from gpuplan.core.recommend.request import Recommendation
+from gpuplan.core.recommend.request import Plan, Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
-from gpuplan.interfaces.cli.render import console, emit_json, json_or_table, lines, table
+from gpuplan.interfaces.cli.render import console, emit_json, json_or_table, lines, ranged, table
 from gpuplan.usecases.fit import FitResult
 from gpuplan.usecases.predict import PredictResult
 from gpuplan.usecases.validation.intervals import IntervalReport
@@ -134,17 +135,21 @@ def fit(r: FitResult) -> None:
         f"{r.model} on {r.layout.gpus_per_replica}x {r.gpu} ({r.layout.weight_dtype}, {r.layout.engine}) - per GPU",
         ["part", "GiB"],
         [
-            ("weights", m.weights_bytes / GIB),
-            ("activation peak", m.activation_bytes / GIB),
-            ("runtime overhead", m.overhead_bytes / GIB),
+            ("weights", _banded(m.weights_bytes, r.interval, "weights_bytes", 1 / GIB)),
+            ("activation peak", _banded(m.activation_bytes, r.interval, "activation_bytes", 1 / GIB)),
+            ("runtime overhead", _banded(m.overhead_bytes, r.interval, "overhead_bytes", 1 / GIB)),
             (
                 "KV-cache pool" if m.kv_pool_bytes >= 0 else "KV-cache pool: short by",
-                abs(m.kv_pool_bytes) / GIB,
+                _banded(m.kv_pool_bytes, r.interval, "kv_pool_bytes", 1 / GIB)
+                if m.kv_pool_bytes >= 0
+                else abs(m.kv_pool_bytes) / GIB,
             ),
             ("budget (usable x utilization)", m.budget_bytes / GIB),
             ("usable", m.usable_bytes / GIB),
         ],
     )
+    if r.interval is not None:  # before the verdict: it stays the last line (scripts tail it)
+        lines(_bounds_sources(r.interval), title="Intervals")
     verdict = "fits" if m.fits else "does NOT fit"
     console.print(
         f"{verdict}: {m.kv_tokens:,} KV tokens per replica; {m.max_concurrency:.2f} requests of "
@@ -158,6 +163,22 @@ def fit(r: FitResult) -> None:
         console.print(f"nearest that fit: {fixes}", highlight=False)
 
 
+def _banded(value: float, b: Bounds | None, name: str, scale: float = 1.0) -> str | float:
+    """``value × scale``, with its interval when ``b`` has one: ``412 (350-980)``."""
+    low, high = (b.low.get(name), b.high.get(name)) if b is not None and name in b.sources else (None, None)
+    if low is None or high is None:
+        return value * scale
+    return ranged(value * scale, low * scale, high * scale)
+
+
+def _bounds_sources(b: Bounds) -> list[str]:
+    """What a result's intervals are made of: the level, then each figure's error-model group."""
+    head = (
+        f"(low-high) next to a figure: its {b.level:.0%} interval from the error model of held-out residuals"
+    )
+    return [head] + [f"{name}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for name, s in b.sources.items()]
+
+
 @json_or_table
 def predict(r: PredictResult) -> None:
     p = r.prediction
@@ -166,10 +187,10 @@ def predict(r: PredictResult) -> None:
         f"{r.layout.weight_dtype}, {r.workload.scenario})",
         ["metric", "value"],
         [
-            ("TTFT ms", p.ttft_s * MS_PER_S),
-            ("TPOT ms", p.tpot_s * MS_PER_S),
+            ("TTFT ms", _banded(p.ttft_s, r.interval, "ttft_s", MS_PER_S)),
+            ("TPOT ms", _banded(p.tpot_s, r.interval, "tpot_s", MS_PER_S)),
             ("E2E ms", p.e2e_s * MS_PER_S),
-            ("output tokens/s", p.output_tokens_per_s),
+            ("output tokens/s", _banded(p.output_tokens_per_s, r.interval, "output_tokens_per_s")),
             ("output tokens/s per GPU", p.output_tokens_per_s_per_gpu),
             ("requests/s", p.requests_per_s),
             ("running per replica", p.running_per_replica),
@@ -179,6 +200,8 @@ def predict(r: PredictResult) -> None:
         ],
     )
     lines(quote_lines(r.price_basis, [r.price_quote], [r.gpu]), title="Quotes")
+    if r.interval is not None:
+        lines(_bounds_sources(r.interval), title="Intervals")
 
 
 P99_FROM = {"simulator": "sim", "tail model": "model"}
@@ -189,51 +212,91 @@ P99_FROM = {"simulator": "sim", "tail model": "model"}
 def recommendation(r: Recommendation) -> None:
     tail = any(p.sized_on == "p99" for p in r.plans)
     latency = ["P99 TTFT", "P99 TPOT", "P99 from"] if tail else ["TTFT ms", "TPOT ms"]
+    at_q = r.confidence is not None
+    sized = f" at {r.confidence:.0%} confidence" if r.confidence is not None else ""
     table(
-        f"Plans for {r.model} (objective: {r.objective}; best first)",
+        f"Plans for {r.model} (objective: {r.objective}{sized}; best first)",
         [
             "gpu",
             "count",
+            *(["at point"] if at_q else []),
             "tp",
             "pp",
             "repl",
             "dtype",
             *latency,
             "tok/s",
-            "$/h",
-            "$/month",
-            "$/1M out",
-            "GiB/GPU",
-            "quote",
+            *MONEY,
         ],
-        [
-            (
-                p.gpu,
-                p.layout.num_gpus,
-                p.layout.tp,
-                p.layout.pp,
-                p.layout.replicas,
-                p.layout.weight_dtype,
-                *(
-                    (p.ttft_p99_ms, p.tpot_p99_ms, P99_FROM.get(p.p99_source or ""))
-                    if tail
-                    else (p.ttft_ms, p.tpot_ms)
-                ),
-                p.output_tokens_per_s,
-                p.usd_per_hour,
-                p.usd_per_month,
-                p.usd_per_million_output_tokens,
-                p.memory_per_gpu_gib,
-                quote_label(p.price_quote) if p.price_quote else "-",
-            )
-            for p in r.plans
-        ],
+        [_plan_row(p, tail, at_q) for p in r.plans],
     )
     lines(
         quote_lines(r.price_basis, [p.price_quote for p in r.plans], [p.gpu for p in r.plans]), title="Quotes"
     )
     lines(r.explanation, title="Why")
+    if r.plans and r.plans[0].interval is not None:
+        lines(_interval_sources(r.plans[0]), title="Intervals")
     lines(r.assumptions, title="Assumptions")
+
+
+MONEY = ("$/h", "$/month", "$/1M out", "GiB/GPU", "quote")
+"""The plan table's columns after the figures."""
+
+
+def _plan_row(p: Plan, tail: bool, at_q: bool) -> tuple[object, ...]:
+    """One row of the plan table: P99s when the plans are sized on them, the point count at a confidence."""
+    lay = p.layout
+    latency = (
+        (_fig(p, "ttft_p99_ms"), _fig(p, "tpot_p99_ms"), P99_FROM.get(p.p99_source or ""))
+        if tail
+        else (_fig(p, "ttft_ms"), _fig(p, "tpot_ms"))
+    )
+    return (
+        p.gpu,
+        lay.num_gpus,
+        *([p.count_at_point_estimate] if at_q else []),
+        lay.tp,
+        lay.pp,
+        lay.replicas,
+        lay.weight_dtype,
+        *latency,
+        p.output_tokens_per_s,  # its interval is in the JSON and the Intervals lines: the table is 160 wide
+        p.usd_per_hour,
+        p.usd_per_month,
+        p.usd_per_million_output_tokens,
+        p.memory_per_gpu_gib,
+        quote_label(p.price_quote) if p.price_quote else "-",
+    )
+
+
+def _fig(p: Plan, name: str) -> str | float | None:
+    """A plan's figure, with its interval when it has one: ``412 (350-980)``."""
+    value = getattr(p, name)
+    if p.low is None or p.high is None:
+        return value  # type: ignore[no-any-return]
+    return ranged(value, getattr(p.low, name), getattr(p.high, name))
+
+
+def _interval_sources(p: Plan) -> list[str]:
+    """What the best plan's intervals are made of: one line per figure, its error-model group."""
+    assert p.interval is not None
+    head = (
+        f"(low-high) next to a figure: its {p.interval.level:.0%} interval from the error model of held-out "
+        "residuals (docs/validate.md, Intervals); the best plan's read:"
+    )
+    out = [head]
+    out += [f"{name}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for name, s in p.interval.sources.items()]
+    if p.low is not None and p.high is not None:
+        out.append(
+            f"output tokens/s {ranged(p.output_tokens_per_s, p.low.output_tokens_per_s, p.high.output_tokens_per_s)}"
+        )
+    if p.interval.capacity is not None:
+        c = p.interval.capacity
+        out.append(
+            f"P99s also carry the capacity interval of {c.group} ({c.rows} rows, {c.gpus} GPU(s)) through the "
+            "tail model: wider near the replica's capacity (an open high end: past it)"
+        )
+    return out
 
 
 @json_or_table

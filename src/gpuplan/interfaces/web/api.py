@@ -19,9 +19,11 @@ from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.hf_config import parse_hf_config
 from gpuplan.adapters.models.registry import HUB_HINT, aliases, bundled_ids, list_models
 from gpuplan.adapters.scenario_files.simulate import SimulateScenario
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.recommend.request import Recommendation
+from gpuplan.data.error_model import default_error_model
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.interfaces.plots import training as plots_training
 from gpuplan.interfaces.web import isolated
@@ -154,12 +156,18 @@ def _state_bound(rec: Recommendation, bound: SearchBound, response: Response) ->
     return rec.model_copy(update={"assumptions": [*rec.assumptions, note]})
 
 
+def intervals() -> Uncertainty:
+    """The bundled error model at the CLI's default level (80 %): the web's answers equal the CLI's."""
+    return Uncertainty(model=default_error_model())
+
+
 async def _recommend(
     body: WebScenario, catalog: Catalog, response: Response
 ) -> tuple[WebScenario, Recommendation, SearchBound]:
     sc, bound = bound_search(body)
     spec = model_spec(sc.model, sc.config_json)
-    rec = await bounded_call(lambda: recommend_from_scenario(sc, catalog, spec=spec))
+    sure = intervals()
+    rec = await bounded_call(lambda: recommend_from_scenario(sc, catalog, spec=spec, uncertainty=sure))
     return sc, _state_bound(rec, bound, response), bound
 
 
@@ -186,12 +194,13 @@ async def recommend(body: WebScenario, catalog: CatalogDep, response: Response) 
 @router.post("/predict", response_model=PredictResult, summary="gpuplan predict --format json")
 async def predict(body: WebScenario, catalog: CatalogDep) -> PredictResult:
     spec = model_spec(body.model, body.config_json)
-    return await bounded_call(lambda: predict_from_scenario(body, catalog, spec=spec))
+    sure = intervals()
+    return await bounded_call(lambda: predict_from_scenario(body, catalog, spec=spec, uncertainty=sure))
 
 
 @router.post("/fit", response_model=FitResult, summary="gpuplan fit --format json")
 async def fit(body: FitRequest, catalog: CatalogDep) -> FitResult:
-    spec = model_spec(body.model, body.config_json)
+    spec, sure = model_spec(body.model, body.config_json), intervals()
     return await bounded_call(
         lambda: fit_usecase.fit(
             body.model,
@@ -206,6 +215,7 @@ async def fit(body: FitRequest, catalog: CatalogDep) -> FitResult:
             context_tokens=body.context,
             utilization=body.utilization,
             spec=spec,
+            uncertainty=sure,
         )
     )
 

@@ -59,9 +59,14 @@ WRITTEN_PLAN: dict[str, Any] = {
         if k in list(EARLIER_PLAN)[list(EARLIER_PLAN).index("calibrated") :]
     },
     "p99_source": None,
+    "count_at_point_estimate": None,
+    "low": None,
+    "high": None,
+    "interval": None,
 }
 """The same plan as written now: ``price_quote`` (the quote it is priced from, null in a plan built
-without one) after ``price_source``, and ``p99_source`` (where P99s came from) last."""
+without one) after ``price_source``, ``p99_source`` (where P99s came from), then the count at the point
+estimate and the intervals (``recommend --confidence``, issue 17), last."""
 
 
 def _plan(layout: Layout) -> Plan:
