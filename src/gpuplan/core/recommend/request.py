@@ -106,8 +106,8 @@ class PlanLayoutKeys(FrozenModel):
 
 class PlanFigures(FrozenModel):
     """One end of a plan's intervals (``Plan.low`` / ``Plan.high``), same units as the plan's figures
-    (null where the figure is not finite); a P99 is null when the plan has none, or (``high``) when the slow end of the capacity interval
-    puts the load past the replica's capacity (unbounded)."""
+    (null where the figure is not finite); a P99 is null when the plan has none, or (``high``) when
+    the slow end of the capacity interval puts the load past the replica's capacity (unbounded)."""
 
     ttft_ms: float | None
     tpot_ms: float | None
