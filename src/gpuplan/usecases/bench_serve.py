@@ -79,6 +79,11 @@ def _open(
         info = store.run(resume)
         if info.kind != "serve":
             raise UserInputError(f"run {info.run_id} is a {info.kind} run, not a serve run")
+        if info.live:
+            raise UserInputError(
+                f"--resume {resume}: run {info.run_id} is still running in another process",
+                hint="wait for it to finish, or stop that process first",
+            )
         stored = LoadConfig.from_stored(info.config)
         return (
             info.run_id,

@@ -6,6 +6,9 @@ runs in WAL mode with ``synchronous=NORMAL``: a committed row survives the proce
 Rows are written by :class:`RecordWriter`, a thread that commits whatever has queued up at most every
 ``FLUSH_S``, so SIGKILL loses at most the requests that completed within that last moment.
 Schema changes: ``SCHEMA_VERSION`` is kept in ``meta``; tables are created if missing.
+Liveness: the writer of a run beats (``heartbeats``: host, pid, time) every ``HEARTBEAT_S``; a
+``running`` run whose beat is older than ``STALE_S``, or whose process on this host is gone (``kill -9``),
+is read back as ``interrupted`` (resumable), never as live.
 Secrets: the store's URL is shown only as :attr:`Store.display_url` (its password masked), and a run's
 config and conditions are stored, and read back, with every URL password and API key masked
 (:mod:`gpuplan.core.redact`).
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import socket
 import threading
 import time
 from datetime import UTC, datetime
@@ -49,6 +53,10 @@ from gpuplan.core.redact import redact, redact_json
 
 SCHEMA_VERSION = 1
 FLUSH_S = 0.02
+HEARTBEAT_S = 1.0
+"""How often a run's writer beats."""
+STALE_S = 10.0
+"""A beat older than this (ten missed beats) means the run's process is gone."""
 
 metadata = MetaData()
 runs = Table(
@@ -76,6 +84,14 @@ requests = Table(
     Column("e2e_ms", Float),
     Column("data", Text, nullable=False),
 )
+heartbeats = Table(
+    "heartbeats",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("beat_unix_s", Float, nullable=False),
+)
 meta = Table("meta", metadata, Column("key", String(32), primary_key=True), Column("value", Text))
 
 
@@ -99,6 +115,27 @@ class RunInfo(BaseModel):
     conditions: dict[str, Any]
     summary: dict[str, Any] | None
     requests: int = 0
+    live: bool = False
+    """A process is still writing this run (its heartbeat is fresh and, on this host, its pid alive)."""
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows: trust the beat
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        return True
+    return True
+
+
+def _live(beat: Any) -> bool:
+    """Whether a ``heartbeats`` row belongs to a process still running the run."""
+    if time.time() - beat.beat_unix_s > STALE_S:
+        return False
+    return beat.host != socket.gethostname() or _pid_alive(beat.pid)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -171,6 +208,14 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(update(runs).where(runs.c.run_id == run_id).values(status=status))
 
+    def beat(self, run_id: str) -> None:
+        """This process is still running ``run_id`` (see ``STALE_S``)."""
+        row = {"host": socket.gethostname(), "pid": os.getpid(), "beat_unix_s": time.time()}
+        with self.engine.begin() as conn:
+            done = conn.execute(update(heartbeats).where(heartbeats.c.run_id == run_id).values(**row))
+            if not done.rowcount:
+                conn.execute(insert(heartbeats).values(run_id=run_id, **row))
+
     def add(self, run_id: str, records: list[RequestRecord]) -> None:
         if not records:
             return
@@ -204,15 +249,21 @@ class Store:
             for (rid,) in conn.execute(select(requests.c.run_id)):
                 counts[rid] = counts.get(rid, 0) + 1
             rows = conn.execute(select(runs).order_by(runs.c.created_at)).mappings().all()
-        # Masked on the way out too: a run stored before masking must not show its secrets either.
-        return [
-            RunInfo(
-                **dict(row)
-                | {"config": redact_json(row["config"]), "conditions": redact_json(row["conditions"])},
-                requests=counts.get(row["run_id"], 0),
-            )
-            for row in rows
-        ]
+            beats = {b.run_id: b for b in conn.execute(select(heartbeats))}
+        return [self._info(dict(row), counts.get(row["run_id"], 0), beats.get(row["run_id"])) for row in rows]
+
+    @staticmethod
+    def _info(row: dict[str, Any], count: int, beat: Any) -> RunInfo:
+        """One run as read back: secrets masked (a run stored before masking too); a ``running`` run
+        whose writer's heartbeat stopped is ``interrupted``."""
+        live = row["status"] == "running" and beat is not None and _live(beat)
+        if row["status"] == "running" and beat is not None and not live:
+            row["status"] = "interrupted"
+        return RunInfo(
+            **row | {"config": redact_json(row["config"]), "conditions": redact_json(row["conditions"])},
+            requests=count,
+            live=live,
+        )
 
     def records(self, run_id: str) -> list[RequestRecord]:
         return [RequestRecord.model_validate_json(data) for data in self.run_data(requests, run_id)]
@@ -226,7 +277,8 @@ class Store:
 
 
 class RecordWriter:
-    """Writes records from a background thread, committing at most every ``flush_s``."""
+    """Writes records from a background thread, committing at most every ``flush_s``; beats the run's
+    heartbeat every ``HEARTBEAT_S`` while open."""
 
     def __init__(self, store: Store, run_id: str, flush_s: float = FLUSH_S) -> None:
         self.store = store
@@ -235,6 +287,8 @@ class RecordWriter:
         self.queue: queue.Queue[RequestRecord | None] = queue.Queue()
         self.error: Exception | None = None
         self.written = 0
+        self.beat_at = time.monotonic()
+        store.beat(run_id)
         self.thread = threading.Thread(target=self._loop, name="gpuplan-results-writer", daemon=True)
         self.thread.start()
 
@@ -251,7 +305,10 @@ class RecordWriter:
     def _loop(self) -> None:
         stop = False
         while not stop:
-            batch = [self.queue.get()]
+            try:
+                batch = [self.queue.get(timeout=HEARTBEAT_S)]
+            except queue.Empty:
+                batch = []
             while True:
                 try:
                     batch.append(self.queue.get_nowait())
@@ -262,6 +319,9 @@ class RecordWriter:
             try:
                 self.store.add(self.run_id, [r for r in batch if r is not None])
                 self.written += sum(r is not None for r in batch)
+                if not stop and time.monotonic() - self.beat_at >= HEARTBEAT_S:
+                    self.store.beat(self.run_id)
+                    self.beat_at = time.monotonic()
             except Exception as exc:  # reported by close()
                 self.error = exc
             if not stop:

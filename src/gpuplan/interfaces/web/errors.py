@@ -57,8 +57,13 @@ class FieldError(UserInputError):
         super().__init__(message, hint=hint)
 
 
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``), so a key holding a newline stays on one line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc]
+    parts = [_printable(str(p)) for p in loc]
     return ".".join(parts[1:] if parts[:1] == ["body"] else parts) or "(document)"
 
 
@@ -67,7 +72,7 @@ def describe_request_errors(errors: list[Any]) -> tuple[str, str | None]:
     if errors and errors[0].get("type") == "json_invalid":
         detail = errors[0].get("ctx", {}).get("error", "")
         return f"request body is not valid JSON (character {errors[0]['loc'][-1]}: {detail})", None
-    parts = [f"{_loc(e['loc'])}: {e['msg']}" for e in errors[:MAX_LISTED_ERRORS]]
+    parts = [f"{_loc(e['loc'])}: {_printable(str(e['msg']))}" for e in errors[:MAX_LISTED_ERRORS]]
     more = len(errors) - MAX_LISTED_ERRORS
     line = "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
     return line, (_loc(errors[0]["loc"]) if errors else None)

@@ -61,3 +61,40 @@ def test_export_csv_and_json(tmp_path: Path) -> None:
 def test_bad_url_is_a_user_error() -> None:
     with pytest.raises(UserInputError, match="database URL"):
         Store("nosuchdb://x")
+
+
+def _beat(store: Store, run_id: str, **row: object) -> None:
+    from sqlalchemy import update
+
+    from gpuplan.adapters.store.database import heartbeats
+
+    with store.engine.begin() as conn:
+        conn.execute(update(heartbeats).where(heartbeats.c.run_id == run_id).values(**row))
+
+
+def test_a_run_whose_writer_is_gone_reads_back_interrupted(tmp_path: Path) -> None:
+    """Liveness from the writer's heartbeat: fresh and this pid alive -> running; the pid gone (kill -9)
+    or the beat older than STALE_S (another host) -> interrupted; a run that never beat keeps its status."""
+    import subprocess
+    import sys
+    import time
+
+    from gpuplan.adapters.store.database import STALE_S
+
+    store = Store(f"sqlite:///{tmp_path / 'r.sqlite'}")
+    for run_id in ("a", "b", "c", "d"):
+        store.create_run(run_id, "serve", {}, {}, "0")
+    for run_id in ("a", "b", "c"):
+        RecordWriter(store, run_id).close()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    _beat(store, "b", pid=int(gone.stdout))  # a pid that has exited (and was reaped)
+    _beat(store, "c", host="elsewhere", beat_unix_s=time.time() - STALE_S - 1)
+    runs = {r.run_id: r for r in store.runs()}
+    assert (runs["a"].status, runs["a"].live) == ("running", True)
+    assert (runs["b"].status, runs["b"].live) == ("interrupted", False)
+    assert (runs["c"].status, runs["c"].live) == ("interrupted", False)
+    assert (runs["d"].status, runs["d"].live) == ("running", False)
+    _beat(store, "c", beat_unix_s=time.time())  # another host, fresh: trusted
+    assert store.run("c").live
+    store.finish_run("a", "completed", {})
+    assert (store.run("a").status, store.run("a").live) == ("completed", False)

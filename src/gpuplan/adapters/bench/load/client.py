@@ -43,10 +43,24 @@ one either."""
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
 
 
+MAX_EVENT_BYTES = 1 << 20
+"""The longest SSE event (or unfinished line) the parser holds: 1 MiB. A streamed chunk carries a few
+tokens' text and, with ``logprobs``, at most 20 alternatives per token
+(https://platform.openai.com/docs/api-reference/completions/create, ``logprobs`` max 5; chat
+``top_logprobs`` max 20), a few KiB; a longer one is not a token event, and holding it (or a line that
+never ends) would grow memory until the request timeout and cost quadratic time to rejoin."""
+
+
 class MalformedSSE(WireError):
     """An SSE ``data:`` payload that is not a JSON object."""
 
     kind = "malformed_sse"
+
+
+class OversizedEvent(WireError):
+    """An SSE event or line over ``MAX_EVENT_BYTES``."""
+
+    kind = "oversized_event"
 
 
 @dataclass(slots=True)
@@ -62,6 +76,8 @@ class _Stream:
     """A ``usage`` count that is not a non-negative integer, as received (for the error detail)."""
     partial: bytes = b""
     data: list[bytes] = field(default_factory=list)
+    held: int = 0
+    """Bytes of the ``data:`` lines of the event being read."""
 
     def feed(self, chunk: bytes, now: float) -> None:
         """Body bytes as they arrive; complete events are handled at once, stamped ``now``."""
@@ -71,6 +87,7 @@ class _Stream:
             and chunk.startswith(b"data:")
             and chunk.endswith(b"\n\n")
             and chunk.count(b"\n") == 2
+            and len(chunk) <= MAX_EVENT_BYTES
         ):  # the common case: one single-line event per chunk
             _event(self, chunk[5:-2].strip(), now)
             return
@@ -81,9 +98,14 @@ class _Stream:
         for line in lines:
             if line.startswith(b"data:"):
                 self.data.append(line[5:].strip())
+                self.held += len(line)
+                if self.held > MAX_EVENT_BYTES:
+                    break
             elif self.data and (not line or line == b"\r"):
                 _event(self, self.data[0] if len(self.data) == 1 else b"".join(self.data), now)
-                self.data = []
+                self.data, self.held = [], 0
+        if self.held + len(self.partial) > MAX_EVENT_BYTES:
+            raise OversizedEvent(f"an SSE event over {MAX_EVENT_BYTES} bytes")
 
     def close(self, now: float) -> None:
         """End of body: an event not followed by a blank line still counts."""

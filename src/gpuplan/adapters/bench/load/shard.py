@@ -5,13 +5,23 @@ scheduled time; closed loop: ``concurrency`` split between the workers). All wor
 origin on the system-wide monotonic clock, set by this process once every worker has started and
 built its plan, so the merged schedule is the same as in one process. Records come back over a queue
 as they complete and go to the sink (the results store) here; the parent needs no event loop.
+
+Workers die with the parent (:func:`die_with_parent`): a worker that outlived a ``kill -9`` of the parent
+would keep sending its share of the schedule with nobody recording it, and ``--resume`` would send
+those indices again.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
+import os
 import queue
+import signal
+import sys
+import threading
 import time
+from multiprocessing.connection import wait
 from multiprocessing.synchronize import Event
 from typing import Any
 
@@ -23,13 +33,48 @@ from gpuplan.core.errors import BenchmarkError
 
 START_TIMEOUT_S = 120.0
 POLL_S = 0.5
+PR_SET_PDEATHSIG = 1
+"""prctl option: the signal this process gets when its parent dies (<linux/prctl.h>;
+https://man7.org/linux/man-pages/man2/pr_set_pdeathsig.2const.html)."""
+ORPHAN_EXIT = 70
+"""Exit status of a worker that found its parent gone (EX_SOFTWARE, sysexits.h)."""
+
+
+def _watch_parent(sentinel: int) -> None:
+    wait([sentinel])  # readable once the parent's end of the pipe is closed: the parent is gone
+    os._exit(ORPHAN_EXIT)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this worker when the parent dies, however it dies: on Linux the kernel sends SIGKILL
+    (``prctl(PR_SET_PDEATHSIG)``); everywhere a thread waits on the parent's sentinel (the pipe
+    multiprocessing keeps to it) and exits the process. A parent gone before either was set: exit now."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no usable libc: the sentinel thread still watches
+            pass
+    parent = mp.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        threading.Thread(target=_watch_parent, args=(parent.sentinel,), daemon=True).start()
+    if os.getppid() != parent_pid:
+        os._exit(ORPHAN_EXIT)
 
 
 def _worker(
-    config_json: str, shard: int, parts: int, skip: list[int], start: Event, origin: Any, out: Any
+    config_json: str,
+    shard: int,
+    parts: int,
+    skip: list[int],
+    start: Event,
+    origin: Any,
+    out: Any,
+    parent_pid: int,
 ) -> None:
     import asyncio
 
+    die_with_parent(parent_pid)
     try:
         config = LoadConfig.model_validate_json(config_json)
         plan = build(config)
@@ -109,7 +154,16 @@ def run_sharded(config: LoadConfig, plan: Plan, sink: Sink, skip: set[int]) -> O
             target=_worker,
             name=f"gpuplan-load-{k}",
             daemon=True,
-            args=(config.model_dump_json(context=reveal), k, parts, sorted(skip), start, origin, out),
+            args=(
+                config.model_dump_json(context=reveal),
+                k,
+                parts,
+                sorted(skip),
+                start,
+                origin,
+                out,
+                os.getpid(),
+            ),
         )
         for k in range(parts)
     ]
