@@ -38,3 +38,30 @@ def test_work_past_the_limit_stops_with_the_answer(monkeypatch: pytest.MonkeyPat
     before = _cpu_s()
     time.sleep(1.0)
     assert _cpu_s() - before < 0.2  # nothing of the request still computes
+
+
+WORST = {  # the largest search a web recommend allows: every GPU, 256 GPUs, every dtype, P99 limits
+    "model": "meta-llama/Llama-3.1-70B",
+    "workload": {"input_tokens": 8192, "output_tokens": 1024, "rate_rps": 50},
+    "sla": {"ttft_p99_ms": 5000, "tpot_p99_ms": 100},
+    "hardware": {"max_gpus": 4096},
+    "precision": {"allowed": ["bf16", "fp8", "int8", "int4", "fp4"]},
+}
+PEAK_CHILD_BYTES = 2 * 1024**3
+"""A web request's computation stays below 2 GiB resident (measured: see the note of issue 22)."""
+
+
+def test_the_worst_allowed_recommend_is_bounded_in_time_and_memory() -> None:
+    """Issue 22: wall time and peak memory of a single web request are bounded by its validated size:
+    the largest search the API accepts answers within its time limit, its child under 2 GiB."""
+    client = TestClient(create_app(), raise_server_exceptions=False)
+    started = time.monotonic()
+    answer = client.post("/api/recommend", json=WORST)
+    took_s = time.monotonic() - started
+    assert answer.status_code in (200, 422), answer.text  # a plan, nothing feasible, or the time limit
+    assert took_s < api.TIME_LIMIT_S + 5
+    peak_bytes = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
+    assert peak_bytes < PEAK_CHILD_BYTES
+    print(
+        f"worst web recommend: {answer.status_code} in {took_s:.1f} s, child peak {peak_bytes / 2**20:.0f} MiB"
+    )
