@@ -18,6 +18,13 @@
   (``gpuplan.core.calibration.serving``): a power-capped board (PCIe, NVL) reaches
   ``roofline.power_limited_fraction ** exponent`` of its spec GEMM peak. No A/B training row runs on a
   capped board, so the value is copied from the inference fit rather than fitted here.
+* ``expert_gemm_efficiency``: routed experts' grouped GEMMs relative to dense GEMMs of the same dtype
+  when every expert gets many tokens (router, permutation and per-expert scheduling included).
+* ``expert_tokens_half``: tokens per local expert per micro-batch at which that efficiency halves
+  (small per-expert M under-fills the GPU: η = M_e/(M_e + M½)); ``gpuplan.core.training.moe``.
+  A file without these two reads 1 and 0 (experts cost what dense GEMMs cost). The expert-parallel
+  all-to-all is hidden like the other model-parallel traffic, by ``tp_overlap`` (a separate
+  ``ep_overlap`` fitted to 0.39 against ``tp_overlap``'s 0.40 on the MoE rows, so it is not a factor).
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ class TrainingCalibration(FrozenModel):
     hop_latency_s: dict[str, float]
     dequant_bandwidth_efficiency: float = Field(gt=0, le=1)
     power_limit_exponent: float = Field(default=0.0, ge=0, le=1)
+    expert_gemm_efficiency: float = Field(default=1.0, gt=0, le=1.5)
+    expert_tokens_half: float = Field(default=0.0, ge=0, le=65536)
     provenance: FitProvenance
 
     def mfu_for(self, family: str, dtype: str) -> float:

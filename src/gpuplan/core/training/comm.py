@@ -5,7 +5,8 @@ whose extent ``stride × size`` fits in the scale-up domain talks over NVLink/xG
 an 8-GPU server without NVLink over PCIe, and anything larger over the scale-out network
 (InfiniBand/RoCE, one NIC per GPU). Ring times (Patarasuk & Yuan 2009): all-reduce moves
 ``2(n−1)/n·M`` bytes per GPU in ``2(n−1)`` steps, all-gather and reduce-scatter ``(n−1)/n·M`` in
-``n−1`` steps; across nodes NCCL's hierarchical rings pay latency ~ log2(n) steps.
+``n−1`` steps; across nodes NCCL's hierarchical rings pay latency ~ log2(n) steps. Expert-parallel
+all-to-alls are in ``core.training.moe``.
 """
 
 from __future__ import annotations
@@ -51,10 +52,3 @@ def allgather_s(message_bytes: float, n: int, link: Link) -> float:
     if n <= 1:
         return 0.0
     return (n - 1) / n * message_bytes / link.bytes_per_s + _steps(n, link) * link.latency_s
-
-
-def alltoall_s(message_bytes: float, n: int, link: Link) -> float:
-    """All-to-all where each rank sends ``message_bytes`` spread over ``n`` ranks."""
-    if n <= 1:
-        return 0.0
-    return (n - 1) / n * message_bytes / link.bytes_per_s + (n - 1) * link.latency_s

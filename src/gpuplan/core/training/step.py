@@ -7,9 +7,12 @@ t_pipe    = t_compute · (1 + (p − 1)/(v·m))      1F1B bubble (p−1)/(m+p−
 t_dp      = ZeRO-0/1/2: reduce-scatter + all-gather of bf16 grads/params (= one all-reduce);
             ZeRO-3/FSDP: 2 all-gathers + 1 reduce-scatter per micro-batch; exposed beyond dp_overlap·t
 t_mp      = TP 4 all-reduces per layer per micro-batch (6 with full recompute), CP ring KV exchange,
-            EP 4 all-to-alls per MoE layer, PP sends; (1 − tp_overlap) of it is exposed
+            PP sends; (1 − tp_overlap) of it is exposed
+t_ep      = 4 all-to-alls (dispatch, combine; fwd, bwd) per MoE layer per micro-batch, deduplicated per
+            node across nodes (core.training.moe); (1 − tp_overlap) of it is exposed
+            routed-expert GEMMs run at the grouped-GEMM efficiency η_e of core.training.moe
 t_opt     = optimizer update streaming 32 bytes per local trainable parameter from HBM
-step      = t_pipe + exposed t_dp + exposed t_mp + t_opt (+ QLoRA dequantisation passes)
+step      = t_pipe + exposed t_dp + exposed t_mp + exposed t_ep + t_opt (+ QLoRA dequantisation passes)
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from pydantic import Field
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model.arith import routed_flops_per_token
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.roofline import power_cap
-from gpuplan.core.training import comm
+from gpuplan.core.training import comm, moe
 from gpuplan.core.training.flops import (
     executed_flops_per_token,
     forward_flops_per_token,
@@ -38,8 +42,6 @@ OPTIMIZER_UPDATE_BYTES = 32.0
 """AdamW update reads and writes fp32 master, m, v and reads the grad: ~32 bytes per parameter."""
 TP_COLLECTIVES_PER_LAYER = 4
 """Megatron TP: 2 all-reduces forward (attention, MLP) and 2 backward (Shoeybi et al. 2019 §3)."""
-EP_ALLTOALLS_PER_LAYER = 4
-"""Token dispatch and combine, forward and backward."""
 DEQUANT_BYTES_PER_PARAM = NF4_DOUBLE_QUANT_BYTES + 2 * SIXTEEN_BIT_BYTES
 """bitsandbytes dequantisation reads nf4, writes bf16, and the GEMM reads the bf16 copy back."""
 WEIGHT_STREAM_EFFICIENCY = 0.8
@@ -127,13 +129,45 @@ def compute_s(ctx: _Ctx) -> float:
     gemm_rate = peak * cal.mfu_for(gpu.family, _mfu_key(ctx, path)) * size
     bf16_peak = _peak(gpu, "bf16")[0] * capped
     attn_rate = bf16_peak * cal.mfu_for(gpu.family, _mfu_key(ctx, "bf16")) * cal.attention_efficiency
-    gemm_s = tokens * flops.gemm / shards / gemm_rate
+    gemm_s = tokens * flops.gemm / shards / gemm_rate * _expert_slowdown(ctx)
     passes = flops.gemm / max(forward_flops_per_token(ctx.model, job.seq_len).gemm, 1.0)
     weights = sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep)) * SIXTEEN_BIT_BYTES
     stream_s = (
         ctx.micro_batches * passes * weights / (gpu.memory_bandwidth_bytes_per_s * WEIGHT_STREAM_EFFICIENCY)
     )
     return max(gemm_s, stream_s) + tokens * flops.attention / shards / attn_rate
+
+
+def _expert_slowdown(ctx: _Ctx) -> float:
+    """GEMM time relative to all-dense GEMMs: the routed experts' share of the GEMM FLOPs runs at the
+    grouped-GEMM efficiency of ``core.training.moe`` (1 for a dense model)."""
+    model = ctx.model
+    if model.moe is None:
+        return 1.0
+    share = routed_flops_per_token(model) / max(forward_flops_per_token(model, ctx.job.seq_len).gemm, 1.0)
+    eta = moe.expert_gemm_efficiency(
+        model=model, tokens=ctx.tokens_per_micro / ctx.layout.tp, ep=ctx.layout.ep, cal=ctx.cal
+    )
+    return 1.0 - share + share / eta
+
+
+def _ep_comm_s(ctx: _Ctx) -> float:
+    """Expert-parallel dispatch + combine of all micro-batches on one GPU (``core.training.moe``)."""
+    model, lay = ctx.model, ctx.layout
+    if model.moe is None or lay.ep <= 1:
+        return 0.0
+    recompute = 1.5 if lay.checkpointing == "full" else 1.0
+    one = moe.alltoall_s(
+        tokens=ctx.tokens_per_micro / lay.tp,
+        model=model,
+        ep=lay.ep,
+        stride=lay.tp * lay.cp,
+        gpu=ctx.gpu,
+        cal=ctx.cal,
+    )
+    return (
+        ctx.micro_batches * moe.ALLTOALLS_PER_MOE_LAYER * recompute * model.moe.num_moe_layers / lay.pp * one
+    )
 
 
 def _dp_comm_s(ctx: _Ctx) -> float:
@@ -150,14 +184,17 @@ def _dp_comm_s(ctx: _Ctx) -> float:
         # ZeRO-3 gathers the sharded frozen base before forward and again before backward.
         base = SIXTEEN_BIT_BYTES * sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
         return grads_s + ctx.micro_batches * 2 * comm.allgather_s(base, n, link)
-    message = SIXTEEN_BIT_BYTES * sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep))
+    # Expert weights are already split over EP: their gradients (and ZeRO-3 shards) span only the
+    # dp·cp/ep expert-data-parallel ranks (Megatron-Core expert_data_parallel group, FSDP2 + EP).
+    dense, routed = shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep)
+    groups = [(SIXTEEN_BIT_BYTES * dense, n), (SIXTEEN_BIT_BYTES * routed, max(n // lay.ep, 1))]
     if lay.zero_stage >= 3:
-        return ctx.micro_batches * 3 * comm.allgather_s(message, n, link)
-    return comm.allreduce_s(message, n, link)
+        return ctx.micro_batches * 3 * sum(comm.allgather_s(m, k, link) for m, k in groups if m > 0)
+    return sum(comm.allreduce_s(m, k, link) for m, k in groups if m > 0)
 
 
 def _mp_comm_s(ctx: _Ctx) -> float:
-    """TP + CP + EP + PP traffic of all micro-batches on one GPU."""
+    """TP + CP + PP traffic of all micro-batches on one GPU (EP: ``_ep_comm_s``)."""
     model, lay, cal = ctx.model, ctx.layout, ctx.cal
     layers = model.num_layers / lay.pp
     act = ctx.tokens_per_micro * model.hidden_size * SIXTEEN_BIT_BYTES
@@ -172,21 +209,11 @@ def _mp_comm_s(ctx: _Ctx) -> float:
     kv_bytes = ctx.tokens_per_micro * 2 * kv * SIXTEEN_BIT_BYTES
     cp_link = comm.group_link(ctx.gpu, lay.tp * lay.cp, cal)
     cp_s = 3 * layers * (lay.cp - 1) * kv_bytes / cp_link.bytes_per_s if lay.cp > 1 else 0.0
-    ep_s = 0.0
-    if model.moe is not None and lay.ep > 1:
-        moe_layers = model.moe.num_moe_layers / lay.pp
-        ep_link = comm.group_link(ctx.gpu, lay.tp * lay.cp * lay.ep, cal)
-        ep_s = (
-            EP_ALLTOALLS_PER_LAYER
-            * recompute
-            * moe_layers
-            * comm.alltoall_s(act / lay.tp * model.moe.top_k, lay.ep, ep_link)
-        )
     pp_s = 0.0
     if lay.pp > 1:
         pp_link = comm.group_link(ctx.gpu, lay.num_gpus, cal)
         pp_s = 2 * lay.virtual_stages * act / lay.tp / pp_link.bytes_per_s  # v× more boundary sends
-    return ctx.micro_batches * (tp_s + cp_s + ep_s + pp_s)
+    return ctx.micro_batches * (tp_s + cp_s + pp_s)
 
 
 def _optimizer_s(ctx: _Ctx) -> float:
@@ -220,7 +247,7 @@ def predict_step(
     t_compute = compute_s(ctx)
     bubble = t_compute * (layout.pp - 1) / (layout.virtual_stages * m)
     dp_exposed = max(0.0, _dp_comm_s(ctx) - cal.dp_overlap * t_compute)
-    mp_exposed = (1.0 - cal.tp_overlap) * _mp_comm_s(ctx)
+    mp_exposed = (1.0 - cal.tp_overlap) * _mp_comm_s(ctx) + (1.0 - cal.tp_overlap) * _ep_comm_s(ctx)
     opt, deq = _optimizer_s(ctx), _dequant_s(ctx)
     step = t_compute + bubble + dp_exposed + mp_exposed + opt + deq
     tokens = job.global_batch * job.seq_len

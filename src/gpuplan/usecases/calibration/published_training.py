@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from gpuplan.adapters.catalog.loader import Catalog, default_catalog
+from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.calibration.solver import Param, exercised_factors, log_ratio, solve_log_space, with_factors
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import GpuplanError
@@ -35,6 +36,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "dp_overlap": (0.05, 1.0),
     "tp_overlap": (0.0, 0.95),
     "dequant_bandwidth_efficiency": (0.01, 1.0),
+    "expert_gemm_efficiency": (0.1, 1.5),
+    "expert_tokens_half": (1.0, 65536.0),
 }
 MIN_LOG_BOUND = 1e-3
 """Smallest factor value the fit works with: a lower bound of 0 (``tp_overlap``) has no logarithm."""
@@ -62,7 +65,16 @@ def row_factors(case: Case, catalog: Catalog) -> list[Param]:
         params.append(("tp_overlap", ""))
     if method == "qlora":
         params.append(("dequant_bandwidth_efficiency", ""))
+    if _is_moe(case):
+        params += [("expert_gemm_efficiency", ""), ("expert_tokens_half", "")]
     return params
+
+
+def _is_moe(case: Case) -> bool:
+    try:
+        return get_model(case.get("model")).moe is not None
+    except GpuplanError:
+        return False
 
 
 def _residual(case: Case, catalog: Catalog, cal: TrainingCalibration) -> float:
