@@ -202,3 +202,17 @@ def test_apply_bad_directory(user_error: Callable[..., str], tmp_path: Path) -> 
     (tmp_path / "x.yaml").write_text("kind: Foo\napiVersion: x/v1\nmetadata: {name: a}\n", encoding="utf-8")
     line = user_error("k8s", "apply", tmp_path)
     assert "Foo" in line
+
+
+def test_checkpoint_is_refused_for_weights_made_at_start_up(
+    invoke: Callable[..., Any], user_error: Callable[..., str], tmp_path: Path
+) -> None:
+    """Review M1: ``--checkpoint`` on an fp8 plan rendered an AWQ repo with ``--quantization fp8``."""
+    flags = ["--model", "meta-llama/Llama-3.1-8B", "--input-tokens", "512", "--output-tokens", "128"]
+    rec = invoke(
+        "recommend", *flags, "--rate", "2", "--gpus", "H100-SXM", "--dtypes", "fp8", "--format", "json"
+    )
+    plan = tmp_path / "fp8.json"
+    plan.write_text(rec.stdout, encoding="utf-8")
+    line = user_error("k8s", "render", plan, "--checkpoint", "org/m-AWQ")
+    assert "--checkpoint is for pre-quantised weights" in line and "the plan uses fp8" in line

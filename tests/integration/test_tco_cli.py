@@ -57,6 +57,20 @@ def test_a_recommend_answer_is_a_plan_to_price(invoke: Invoke, tmp_path: Path) -
     assert out["rent_quote"] == best["price_quote"] and out["purchase"]["provider"] is None
 
 
+def test_flags_a_plan_file_would_ignore_are_refused(
+    invoke: Invoke, user_error: Callable[..., str], tmp_path: Path
+) -> None:
+    """Review: ``tco PLAN.json --provider aws --count 8`` priced the plan as it was, silently."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(invoke("recommend", "--example", "--format", "json").stdout, encoding="utf-8")
+    line = user_error("tco", plan, "--provider", "AWS", "--count", "8")
+    assert "--provider, --count would be ignored with PLAN.json" in line
+    empty = tmp_path / "empty.json"
+    doc = json.loads(plan.read_text(encoding="utf-8")) | {"plans": []}
+    empty.write_text(json.dumps(doc), encoding="utf-8")
+    assert "has no plan to price" in user_error("tco", empty)
+
+
 @pytest.mark.parametrize(
     ("args", "start"),
     [

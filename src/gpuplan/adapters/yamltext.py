@@ -33,11 +33,14 @@ class BoundedLoader(yaml.SafeLoader):
 
 def _refuse_yaml11_form(loader: BoundedLoader, node: yaml.ScalarNode, value: float) -> None:
     text = str(loader.construct_scalar(node)).strip()
+    if text.lstrip("+-").isdigit() and int(text, 10) == value:
+        return  # 00, 07: leading zeros that read the same in YAML 1.1 and as decimals
     if _YAML11_ONLY.match(text):
         raise yaml.constructor.ConstructorError(
             None,
             None,
-            f"{text!r} is a YAML 1.1 number form (read as {value:g}); write it as a plain decimal",
+            f"{text!r} is a YAML 1.1 number form (read as {value:g}); "
+            "write it as a plain decimal (or quote it if it is text)",
             node.start_mark,
         )
 

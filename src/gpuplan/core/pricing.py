@@ -118,7 +118,7 @@ def choose_basis(
         )
     if provider is not None:
         return _provider_basis(quoted_providers, provider, priced_on, provider_flag)
-    key = basis or MARKET_MEDIAN
+    key = (basis or MARKET_MEDIAN).removeprefix("class:")  # the JSON's own key reads back
     if key not in BASIS_CHOICES:
         raise UserInputError(f"{basis_flag} {key!r} is not one of {', '.join(BASIS_CHOICES)}")
     if key == MARKET_MEDIAN:

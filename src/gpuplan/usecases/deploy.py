@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from gpuplan.adapters import yamltext
 from gpuplan.adapters.catalog.loader import Catalog
-from gpuplan.adapters.k8s.engine_args import Engine
+from gpuplan.adapters.k8s.engine_args import PRE_QUANTIZED_DTYPES, Engine
 from gpuplan.adapters.k8s.manifests import Obj, render
 from gpuplan.adapters.k8s.pools import PoolDeployment, from_fleet, from_plan
 from gpuplan.adapters.k8s.validate import schema_available, validate_schema
@@ -77,10 +77,21 @@ def _from_recommendation(
     return [from_plan(rec.plans[0], rec.model, catalog, max_model_len=context, name=_slug(rec.model))]
 
 
-def with_checkpoint(pools: list[PoolDeployment], checkpoint: str | None) -> list[PoolDeployment]:
-    """``pools`` loading ``checkpoint`` (``--checkpoint``) instead of their model's own weights."""
+def with_checkpoint(
+    pools: list[PoolDeployment], checkpoint: str | None, engine: Engine
+) -> list[PoolDeployment]:
+    """``pools`` whose weights ``engine`` cannot make at start-up (``PRE_QUANTIZED_DTYPES``) loading
+    ``checkpoint`` (``--checkpoint``); a plan of other weights is refused (it would load weights other
+    than those the plan was sized on)."""
     if checkpoint is None:
         return pools
+    other = sorted({p.layout.weight_dtype.name for p in pools} - PRE_QUANTIZED_DTYPES[engine])
+    if other:
+        raise UserInputError(
+            f"--checkpoint is for pre-quantised weights ({', '.join(sorted(PRE_QUANTIZED_DTYPES[engine]))} on "
+            f"{engine}) but the plan uses {', '.join(other)}",
+            hint="drop --checkpoint (those weights load from the model's own repo), or plan with --dtypes int4",
+        )
     if not checkpoint.strip():
         raise UserInputError(
             "--checkpoint is empty", hint="name a repo id or a path, e.g. --checkpoint org/model-AWQ"

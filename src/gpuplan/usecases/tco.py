@@ -79,6 +79,10 @@ def tco_for_plan(catalog: Catalog, path: Path, *, req: TcoRequest) -> TcoAnswer:
             f"{path}: not a 'gpuplan recommend --format json' answer",
             hint="pass the recommend JSON, or --gpu",
         ) from None
+    if not rec.plans:
+        raise FileFormatError(
+            f"{path}: the recommendation has no plan to price", hint="pass --gpu and --count"
+        )
     best = rec.plans[0]
     quote = best.price_quote
     if req.rent_usd_per_gpu_hour is not None:

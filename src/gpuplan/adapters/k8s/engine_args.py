@@ -130,7 +130,8 @@ def command(engine: Engine, a: EngineArgs) -> list[str]:
         raise UserInputError(
             f"{dtype} weights of {a.model} need a pre-quantised checkpoint: {engine} cannot make them "
             f"from {a.model} at start-up",
-            hint=f"pass --checkpoint REPO (an AWQ/GPTQ {dtype} repo of {a.model}), or plan with --dtypes bf16,fp8",
+            hint=f"pass --checkpoint REPO (a pre-quantised {dtype} repo of {a.model}: AWQ/GPTQ int4, "
+            "W8A8 or GPTQ int8), or plan with --dtypes bf16,fp8",
         )
     return _tgi(a) if engine == "tgi" else _vllm_or_sglang(engine, a)
 

@@ -189,8 +189,10 @@ class _Loop:
         return pool[heap[0][1]]
 
     def _load_changed(self, rep: Replica) -> None:
+        if self.cfg.router == "round_robin":
+            return  # the heaps serve least-loaded routing only
         for which, positions in self.position.items():
-            if (i := positions.get(id(rep))) is not None:
+            if len(positions) > 1 and (i := positions.get(id(rep))) is not None:
                 heapq.heappush(self.by_load[which], (rep.load, i))
 
     def _arrive(self, rid: int, t: float) -> None:
@@ -217,7 +219,7 @@ class _Loop:
 
     def _schedule(self, rep: Replica, t: float, dt: float | None) -> None:
         rep.busy_until = math.inf if dt is None else t + dt
-        if dt is not None:
+        if dt is not None and len(self.replicas) > 1:  # one replica: ``run`` reads it directly
             heapq.heappush(self.step_ends, (rep.busy_until, self.index[id(rep)]))
 
     def _next_step_end(self) -> Replica:

@@ -136,7 +136,7 @@ def render_cmd(
     if engine not in ENGINES:
         raise UserInputError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}")
     pools = pools_from_file(source, catalog_from(catalog), max_model_len=max_model_len)
-    pools = with_checkpoint(pools, checkpoint)
+    pools = with_checkpoint(pools, checkpoint, engine)
     files = render_files(pools, engine, namespace=namespace, bench_image=bench_image)
     if output is None:
         sys.stdout.write(dump([obj for objs in files.values() for obj in objs]))

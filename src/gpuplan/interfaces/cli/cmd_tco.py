@@ -69,6 +69,13 @@ def tco_cmd(
             hint="e.g. gpuplan tco --gpu A100-80GB-SXM --count 8",
         )
     check_whole_number("--count", count, maximum=MAX_GPU_COUNT)
+    if plan is not None and (provider is not None or price_basis is not None or count != 1):
+        given = [f for f, v in (("--provider", provider), ("--price-basis", price_basis)) if v is not None]
+        given += ["--count"] if count != 1 else []
+        raise UserInputError(
+            f"{', '.join(given)} would be ignored with PLAN.json (it is priced at its own quote and count)",
+            hint="drop them, or use --gpu G --count N with them",
+        )
     ownership = {"utilisation": utilisation, "pue": pue, "usd_per_kwh": usd_per_kwh}
     ownership |= {"amortisation_years": years, "server_overhead": server_overhead}
     req = _request(
@@ -117,7 +124,11 @@ def _request(**values: object) -> TcoRequest:
 
 @json_or_table
 def _view(r: TcoAnswer) -> None:
-    never = "never" if r.break_even_months is None else f"{r.break_even_months:.1f}"
+    pays = (
+        "buying never pays for itself (renting costs no more than owning's running costs)"
+        if r.break_even_months is None
+        else f"buying pays for itself after {r.break_even_months:.1f} months of renting"
+    )
     table(
         f"Rent vs buy: {r.gpus}x {r.gpu} over {r.horizon_months:.0f} months",
         ["", "rent", "own"],
@@ -130,8 +141,7 @@ def _view(r: TcoAnswer) -> None:
     a = r.ownership
     lines(
         [
-            f"Break-even: buying pays for itself after {never} months of renting; over {a.amortisation_years:g} "
-            f"years {r.cheaper} is cheaper.",
+            f"Break-even: {pays}; over {a.amortisation_years:g} years {r.cheaper} is cheaper.",
             f"Own $/month = power ${r.power_usd_per_month:,.0f} (TDP x {a.utilisation:.0%} x PUE {a.pue:g} x "
             f"${a.usd_per_kwh:g}/kWh) + staff ${r.staff_usd_per_month:,.0f}; upfront = purchase "
             f"${r.purchase.usd_per_gpu:,.0f} x (1 + {a.server_overhead:.0%} server) x {r.gpus}; resale "

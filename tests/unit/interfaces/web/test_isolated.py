@@ -74,3 +74,20 @@ def test_work_past_the_limit_is_killed(tmp_path: Path) -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)
     assert multiprocessing.active_children() == []
+
+
+def test_a_child_that_dies_is_an_error_not_recomputed_in_the_server() -> None:
+    """Review M5: a child killed from outside (the OOM killer) or crashed must not have its work
+    redone in the server's own process."""
+    parent = os.getpid()
+    ran_in: list[int] = []
+
+    def crash() -> int:
+        ran_in.append(os.getpid())
+        if os.getpid() != parent:
+            os._exit(1)
+        return 5
+
+    with pytest.raises(isolated.ChildDied):
+        anyio.run(lambda: isolated.bounded(crash, limit_s=10))
+    assert parent not in ran_in

@@ -197,7 +197,11 @@ class LoadConfig(FrozenModel):
         """The secret strings of this config (the key, secret header values), to mask in messages."""
         masked = redact_headers(self.http_headers())
         values = [v for k, v in self.http_headers().items() if v and masked[k] != v]
-        return (*values, self.api_key) if self.api_key else tuple(values)
+        tokens = [
+            v.split(None, 1)[1] for v in values if len(v.split(None, 1)) == 2
+        ]  # "Bearer TOKEN": TOKEN too
+        found = (*values, *tokens, self.api_key) if self.api_key else (*values, *tokens)
+        return tuple(dict.fromkeys(found))
 
     @property
     def goodput_sla(self) -> Sla:

@@ -293,3 +293,9 @@ def test_an_error_body_echoing_a_secret_is_stored_masked() -> None:
     bare = echoed.model_copy(update={"error_detail": f"key {KEY} unknown"})
     assert client._masked(bare, config).error_detail == f"key {MASK} unknown"  # the key alone too
     assert client._masked(_record(1, None), config) == _record(1, None)  # no detail: untouched
+
+
+def test_a_bearer_header_masks_its_bare_token_too() -> None:
+    """Review M3: a server echoing the token of ``--header 'Authorization: Bearer T'`` leaked T."""
+    config = _config(headers={"Authorization": "Bearer sk-abc123456"})
+    assert "sk-abc123456" in config.secrets() and "Bearer sk-abc123456" in config.secrets()
