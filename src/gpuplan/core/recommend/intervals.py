@@ -87,6 +87,8 @@ def with_intervals(*, plan: Plan, replica: ReplicaModel, target: Workload, uncer
             plan, name, _path(family, regime, plan.calibrated, metric), model, level, low, high, sources
         ):
             return plan
+    if target.rate_rps is not None:  # a plan carries its offered load: throughput is that, not uncertain
+        low["output_tokens_per_s"] = high["output_tokens_per_s"] = plan.output_tokens_per_s
     capacity_source = None
     if plan.sized_on == "p99" and plan.ttft_p99_ms is not None and target.rate_rps is not None:
         capacity_path = _path(CAPACITY_METRIC[0], CAPACITY_METRIC[1], plan.calibrated, CAPACITY_METRIC[2])
