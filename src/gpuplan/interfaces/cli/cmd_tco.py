@@ -69,13 +69,8 @@ def tco_cmd(
             hint="e.g. gpuplan tco --gpu A100-80GB-SXM --count 8",
         )
     check_whole_number("--count", count, maximum=MAX_GPU_COUNT)
-    if plan is not None and (provider is not None or price_basis is not None or count != 1):
-        given = [f for f, v in (("--provider", provider), ("--price-basis", price_basis)) if v is not None]
-        given += ["--count"] if count != 1 else []
-        raise UserInputError(
-            f"{', '.join(given)} would be ignored with PLAN.json (it is priced at its own quote and count)",
-            hint="drop them, or use --gpu G --count N with them",
-        )
+    if plan is not None:
+        _refuse_ignored(provider=provider, price_basis=price_basis, count=count)
     ownership = {"utilisation": utilisation, "pue": pue, "usd_per_kwh": usd_per_kwh}
     ownership |= {"amortisation_years": years, "server_overhead": server_overhead}
     req = _request(
@@ -96,6 +91,17 @@ def tco_cmd(
         from gpuplan.interfaces.plots.cost import write_tco_plot
 
         write_tco_plot(plot, answer)
+
+
+def _refuse_ignored(*, provider: str | None, price_basis: str | None, count: int) -> None:
+    """A PLAN.json is priced at its own quote and count: flags that would change them are refused."""
+    given = [f for f, v in (("--provider", provider), ("--price-basis", price_basis)) if v is not None]
+    given += ["--count"] if count != 1 else []
+    if given:
+        raise UserInputError(
+            f"{', '.join(given)} would be ignored with PLAN.json (it is priced at its own quote and count)",
+            hint="drop them, or use --gpu G --count N with them",
+        )
 
 
 FLAG_OF = {
