@@ -40,6 +40,7 @@ __all__ = [
     "closest",
     "family_of",
     "first_problem",
+    "lookup_key",
     "shown_int",
     "validate_data",
 ]
@@ -125,18 +126,19 @@ FAMILY_SUGGESTIONS = 6
 """Most ids of one family a "did you mean" lists (``A100`` has four catalog variants, ``H100`` four)."""
 
 
-def _lookup_key(name: str) -> str:
-    """Case-insensitive, with spaces, ``_`` and ``-`` as one separator."""
+def lookup_key(name: str) -> str:
+    """Case-insensitive, with spaces, ``_`` and ``-`` as one separator, because users and benchmark
+    logs spell ``H100 SXM`` / ``h100_sxm`` / ``H100-SXM`` (the catalog's lookup key too)."""
     return re.sub(r"[\s_\-]+", "-", name.strip().lower()).strip("-")
 
 
 def family_of(name: str, choices: Iterable[str]) -> list[str]:
     """The ids that ``name`` begins (``A100`` -> ``A100-40GB-SXM``, …; ``qwen2.5-7b`` ->
     ``Qwen/Qwen2.5-7B-Instruct``, the part after the organisation counts too), in ``choices`` order."""
-    key = _lookup_key(name)
+    key = lookup_key(name)
     if not key:
         return []
-    return [c for c in choices if any(_lookup_key(k).startswith(key) for k in (c, c.rsplit("/", 1)[-1]))]
+    return [c for c in choices if any(lookup_key(k).startswith(key) for k in (c, c.rsplit("/", 1)[-1]))]
 
 
 def closest(name: str, choices: Iterable[str], n: int | None = None) -> list[str]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,14 @@ from types import MappingProxyType
 from typing import Any, get_args
 
 from gpuplan.adapters.catalog._parse import load_yaml, read_prices_csv, validate_gpu, validate_price
-from gpuplan.core.errors import DataError, FileFormatError, GpuplanError, UnknownNameError, closest
+from gpuplan.core.errors import (
+    DataError,
+    FileFormatError,
+    GpuplanError,
+    UnknownNameError,
+    closest,
+    lookup_key,
+)
 from gpuplan.core.hardware import GpuSpec, PriceEntry, PriceKind, Vendor
 from gpuplan.core.pricing import PriceBasis, PriceQuote, median_quote, quote_on_basis
 from gpuplan.data import bundled
@@ -44,9 +50,8 @@ _PRICE_KINDS: tuple[str, ...] = get_args(PriceKind)
 
 
 def normalize_name(name: str) -> str:
-    """Lookup key for ids and aliases: case-insensitive, and spaces, ``_`` and ``-`` are the same
-    separator, because users and benchmark logs spell ``H100 SXM`` / ``h100_sxm`` / ``H100-SXM``."""
-    return re.sub(r"[\s_\-]+", "-", name.strip().lower()).strip("-")
+    """Lookup key for ids and aliases (:func:`gpuplan.core.errors.lookup_key`)."""
+    return lookup_key(name)
 
 
 def build_index(specs: Iterable[GpuSpec], origin: str, error: type[GpuplanError]) -> dict[str, str]:

@@ -90,6 +90,15 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def refuse_flags(why: tuple[str, str], **flags: object) -> None:
+    """Flags given (not None) that this request would ignore are an error, never silently dropped;
+    ``why`` is (what follows "would be ignored", the hint)."""
+    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
+    if given:
+        reason, hint = why
+        raise UserInputError(f"{', '.join(given)} would be ignored{reason}", hint=hint)
+
+
 def _os_error_line(exc: OSError) -> str:
     """``cannot use PATH: reason`` for file errors, the socket's own reason for network ones."""
     reason = exc.strerror or str(exc)

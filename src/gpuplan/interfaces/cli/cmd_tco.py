@@ -26,6 +26,7 @@ from gpuplan.interfaces.cli.app import (
     catalog_from,
     fmt,
     guarded,
+    refuse_flags,
 )
 from gpuplan.interfaces.cli.render import json_or_table, lines, table
 from gpuplan.interfaces.cli.views import quote_lines
@@ -69,19 +70,16 @@ def tco_cmd(
             hint="e.g. gpuplan tco --gpu A100-80GB-SXM --count 8",
         )
     check_whole_number("--count", count, maximum=MAX_GPU_COUNT)
-    if plan is not None:
-        _refuse_ignored(provider=provider, price_basis=price_basis, count=count)
     ownership = {"utilisation": utilisation, "pue": pue, "usd_per_kwh": usd_per_kwh}
     ownership |= {"amortisation_years": years, "server_overhead": server_overhead}
     req = _request(
-        rent_usd_per_gpu_hour=usd_per_gpu_hour,
-        purchase_usd=purchase_usd,
-        ownership=ownership,
-        resale_share=resale,
-        staff_usd_per_month=staff_usd_per_month,
-    )
+        rent_usd_per_gpu_hour=usd_per_gpu_hour, purchase_usd=purchase_usd, ownership=ownership,
+        resale_share=resale, staff_usd_per_month=staff_usd_per_month,
+    )  # fmt: skip
     cat = catalog_from(catalog)
     if plan is not None:
+        extra = {"provider": provider, "price_basis": price_basis, "count": None if count == 1 else count}
+        refuse_flags(PLAN_IS_PRICED, **extra)
         answer = tco_for_plan(cat, plan, req=req)
     else:
         basis = price_basis_of(cat, provider=provider, basis=price_basis)
@@ -93,16 +91,11 @@ def tco_cmd(
         write_tco_plot(plot, answer)
 
 
-def _refuse_ignored(*, provider: str | None, price_basis: str | None, count: int) -> None:
-    """A PLAN.json is priced at its own quote and count: flags that would change them are refused."""
-    given = [f for f, v in (("--provider", provider), ("--price-basis", price_basis)) if v is not None]
-    given += ["--count"] if count != 1 else []
-    if given:
-        raise UserInputError(
-            f"{', '.join(given)} would be ignored with PLAN.json (it is priced at its own quote and count)",
-            hint="drop them, or use --gpu G --count N with them",
-        )
-
+PLAN_IS_PRICED = (
+    " with PLAN.json (it is priced at its own quote and count)",
+    "drop them, or use --gpu G --count N",
+)
+"""Why ``--provider``, ``--price-basis`` and ``--count`` are refused beside a PLAN.json (``refuse_flags``)."""
 
 FLAG_OF = {
     "rent_usd_per_gpu_hour": "--usd-per-gpu-hour",

@@ -36,6 +36,7 @@ from gpuplan.interfaces.cli.app import (
     catalog_from,
     fmt,
     guarded,
+    refuse_flags,
     uncertainty_from,
 )
 from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenario, recommend_training
@@ -103,7 +104,7 @@ def fit_cmd(
     """Does it fit? Memory breakdown per GPU and the KV capacity left for requests (or, for a training
     scenario, weights, gradients, optimizer states and activations per GPU)."""
     if scenario is not None:
-        _refuse_flags(
+        refuse_flags(
             DOCUMENT_IS_THE_REQUEST, model=model, gpu=gpu, tp=tp, kv_dtype=kv_dtype, context=context,
             utilization=utilization,
         )  # fmt: skip
@@ -217,7 +218,7 @@ def recommend(
         train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
         _recommend_training_task(task, flags, scenario, train, fmt(format), catalog, calibration, basis)
         return
-    _refuse_flags(SERVING_REQUEST, method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+    refuse_flags(SERVING_REQUEST, method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
     sc, sure = _serving_scenario(example, scenario, flags), uncertainty_from(interval, confidence)
     _recommend_serving(sc, calibration, catalog, format, plot, basis, sure)
 
@@ -234,7 +235,7 @@ def _recommend_training_task(
 ) -> None:
     """``recommend --task train|finetune``: refuse the serving flags, then rank training plans."""
     why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
-    _refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
+    refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
     recommend_training(
         task=task, method=train.method or "full", model=flags.model, seq_len=train.seq_len, tokens=train.tokens,
         gpus=flags.gpus, global_batch=train.global_batch or TRAIN_GLOBAL_BATCH, max_gpus=flags.max_gpus,
@@ -280,7 +281,7 @@ class ServingFlags:
 def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags) -> ScenarioFile:
     """The serving request: the built-in example, a scenario file, or the flags (never a mix)."""
     if example or scenario is not None:
-        _refuse_flags(DOCUMENT_IS_THE_REQUEST, **flags.without_defaults())
+        refuse_flags(DOCUMENT_IS_THE_REQUEST, **flags.without_defaults())
     if example:
         return parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
     if scenario is not None:
@@ -325,15 +326,6 @@ _SERVING = (
 )
 SERVING_ONLY = tuple(_SERVING.split())  # the flags a training request refuses, in order
 TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
-
-
-def _refuse_flags(why: tuple[str, str], **flags: object) -> None:
-    """Flags given (not None) that this request would ignore are an error, never silently dropped;
-    ``why`` is (what follows "would be ignored", the hint)."""
-    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
-    if given:
-        reason, hint = why
-        raise UserInputError(f"{', '.join(given)} would be ignored{reason}", hint=hint)
 
 
 def _scenario_from_flags(f: ServingFlags) -> ScenarioFile:

@@ -198,6 +198,11 @@ class _Dispatcher:
         return clock() > max(self.progress, self.hold_until, due) + grace_s
 
 
+STALL_GRACE_S = 30.0
+"""Seconds past a request's own timeout before a silent open loop counts as stalled (a bug guard,
+not a measurement: any value well above one event-loop turn works)."""
+
+
 async def _open_loop(
     config: LoadConfig,
     plan: Plan,
@@ -218,7 +223,7 @@ async def _open_loop(
     dispatcher = _Dispatcher(config, plan, pool, keep, todo, origin, brakes, cap)
     dispatcher.fire()
     # Every request has its own timeout; this bound only guards against a bug leaving one unanswered.
-    grace_s = config.request_timeout_s + 30.0
+    grace_s = config.request_timeout_s + STALL_GRACE_S
     while not dispatcher.finished.done():
         await asyncio.wait([dispatcher.finished], timeout=min(grace_s, 1.0))
         if not dispatcher.finished.done() and dispatcher.stalled(grace_s):
