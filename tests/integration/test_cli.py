@@ -213,7 +213,8 @@ def _check_plans(data: dict[str, Any], *, gpus: set[str], max_gpus: int) -> None
     for plan in data["plans"]:
         assert set(plan) >= PLAN_KEYS, PLAN_KEYS - set(plan)
         assert plan["gpu"] in gpus
-        assert plan["count"] == plan["tp"] * plan["pp"] * plan["replicas"] <= max_gpus
+        prefill = plan["prefill"]["count"] if plan["layout_kind"] == "disaggregated" else 0
+        assert plan["count"] == plan["tp"] * plan["pp"] * plan["replicas"] + prefill <= max_gpus
         assert plan["ttft_ms"] <= 1000 and plan["tpot_ms"] <= 50
         assert plan["memory_per_gpu_gib"] > 0
         if plan["usd_per_hour"] is not None:

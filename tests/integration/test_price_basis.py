@@ -49,10 +49,10 @@ def _same_basis(answer: dict[str, Any]) -> set[str]:
     used = {p["price_quote"]["provider"] for p in answer["plans"]}
     assert used <= members, (used, members)
     assert all(list(p["price_quote"]) == QUOTE_KEYS for p in answer["plans"])
-    assert all(
-        p["price_quote"]["usd_per_gpu_hour"] * p["count"] == pytest.approx(p["usd_per_hour"])
-        for p in answer["plans"]
-    )
+    for p in answer["plans"]:  # a disaggregated plan: its decode pool is priced from the plan's quote
+        gpus = p["decode"]["count"] if p["decode"] else p["count"]
+        pools = p["prefill"]["usd_per_hour"] if p["prefill"] else 0.0
+        assert p["price_quote"]["usd_per_gpu_hour"] * gpus + pools == pytest.approx(p["usd_per_hour"])
     return used
 
 
@@ -78,7 +78,8 @@ def test_the_ranking_changes_with_the_basis(invoke: Invoke) -> None:
     aws = _json(invoke, "recommend", "--example", "--provider", "AWS")
     hyper = _json(invoke, "recommend", "--example", "--price-basis", "hyperscaler")
     assert market["plans"][0]["gpu"] == "MI300X" and market["plans"][0]["usd_per_hour"] == pytest.approx(9.0)
-    assert aws["plans"][0]["gpu"] == "H100-SXM" and aws["plans"][0]["usd_per_hour"] == pytest.approx(8 * 6.88)
+    best_aws = aws["plans"][0]  # one GPU type in both pools when disaggregated: count x $6.88
+    assert best_aws["gpu"] == "H100-SXM" and best_aws["usd_per_hour"] == pytest.approx(best_aws["count"] * 6.88)
     assert hyper["price_basis"]["key"] == "class:hyperscaler" and _same_basis(hyper) <= {
         "AWS",
         "Azure",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "GB",
+    "GBIT_BYTES",
     "GIB",
     "HOURS_PER_MONTH",
     "HOURS_PER_YEAR",
@@ -31,6 +32,8 @@ MB = 1e6
 GB = 1e9
 """Decimal gigabyte: vendor memory sizes and link bandwidths are quoted in GB and GB/s."""
 TB = 1e12
+GBIT_BYTES = GB / 8
+"""Bytes in one gigabit: network links are quoted in Gb/s (400 Gb/s = 50 GB/s)."""
 KIB = 1024.0
 MIB = 1024.0**2
 GIB = 1024.0**3

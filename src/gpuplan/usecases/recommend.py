@@ -66,6 +66,8 @@ def recommend_from_scenario(
         max_gpus=sc.hardware.max_gpus,
         engine=sc.engine,
         max_usd_per_hour=sc.prices.max_usd_per_hour,
+        layout_kinds=sc.layouts.kinds,
+        kv_transport=sc.layouts.kv_transport,
     )
     gpus = sc.hardware.gpus or ([sc.hardware.gpu] if sc.hardware.gpu else None)
     basis = basis or scenario_price_basis(sc, catalog)

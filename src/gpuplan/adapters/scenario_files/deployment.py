@@ -30,6 +30,8 @@ from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
 from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
+from gpuplan.core.perf.kv_transfer import KvTransport
+from gpuplan.core.recommend.request import LAYOUT_KINDS, LayoutKind
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sla import MEAN_LIMITS, P99_LIMITS, Sla, refuse_unchecked
 from gpuplan.core.workload import Workload
@@ -166,12 +168,20 @@ def arrival_conflicts(workload: Workload, arrival: ArrivalSection) -> list[str]:
     return problems
 
 
+class LayoutsSection(FiniteModel):
+    """``recommend``'s plan kinds (``layouts: {kinds: [aggregated, disaggregated], kv_transport: {kind: rdma}}``)."""
+
+    kinds: tuple[LayoutKind, ...] = Field(default=LAYOUT_KINDS, min_length=1)
+    kv_transport: KvTransport = KvTransport()
+
+
 class ScenarioFile(ServingDocument):
     """A serving document with its workload (predict, recommend, fit); ``sla`` takes the limits
     ``recommend`` checks unless the parse names others."""
 
     sla_limits: ClassVar[tuple[str, ...]] = RECOMMEND_LIMITS
     workload: Workload
+    layouts: LayoutsSection = LayoutsSection()
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)

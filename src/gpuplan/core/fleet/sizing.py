@@ -49,7 +49,8 @@ class SizingMiss(FrozenModel):
 def class_space(
     unit: PoolUnit, dtypes: tuple[str, ...], engine: str, max_gpus: int, headroom: float
 ) -> SearchSpace:
-    """The recommend search space of one class on one unit."""
+    """The recommend search space of one class on one unit: aggregated replicas (a pool unit is one
+    kind of worker; disaggregated pools are ``recommend``'s)."""
     layouts = SINGLE_DEVICE if unit.is_mig else (1, 2, 4, 8)
     return SearchSpace(
         weight_dtypes=dtypes,
@@ -58,6 +59,7 @@ def class_space(
         pp_options=layouts,
         engine=engine,
         headroom=headroom,
+        layout_kinds=("aggregated",),
     )
 
 

@@ -19,6 +19,7 @@ from gpuplan.core.recommend.confidence import (
 )
 from gpuplan.core.recommend.explain import assumptions, explain
 from gpuplan.core.recommend.intervals import with_intervals
+from gpuplan.core.recommend.layout_kinds import scope
 from gpuplan.core.recommend.request import (
     GpuOffer,
     Objective,
@@ -55,8 +56,7 @@ def recommend(
     """Search, rank and explain for a ``rate`` or ``concurrency`` target; InfeasibleError (exit 2) with the
     nearest misses when nothing works. ``progress``: share done of the P99 sizing; ``uncertainty``: intervals
     (``intervals.py``) and sizing at its confidence (``confidence.py``); unquoted offers are not ranked."""
-    target = _serving(target)
-    sla, space = sla or Sla(), space or SearchSpace()
+    target, sla, space, layout_notes = _request(target, sla, space, uncertainty)
     all_offers, offers, no_quote = _quoted(offers)
     sizing = _sizing(model, offers, target, sla, space, cal, progress, objective, uncertainty)
     plans, misses, shown_as, at = sizing
@@ -86,7 +86,7 @@ def recommend(
         plans=shown_plans,
         rejected=rejected,
         explanation=explanation,
-        assumptions=assumptions(space, sla, offers, price_basis),
+        assumptions=assumptions(space, sla, offers, price_basis) + layout_notes,
     )
 
 
@@ -158,6 +158,15 @@ def _infeasible(
     )
 
 
+def _request(
+    target: Workload, sla: Sla | None, space: SearchSpace | None, uncertainty: Uncertainty | None
+) -> tuple[Workload, Sla, SearchSpace, list[str]]:
+    """The request with its defaults, the layout kinds it can search and why any asked for is not."""
+    sla = sla or Sla()
+    at_confidence = uncertainty is not None and uncertainty.confidence is not None
+    return _serving(target), sla, *scope(space or SearchSpace(), target, sla, at_confidence=at_confidence)
+
+
 def _fitted(cal: Calibration, offer: GpuOffer) -> bool:
     """The error model's evidence level of a GPU: its family's factors fitted on measurements."""
     return cal.is_fitted(offer.gpu.family)
@@ -184,7 +193,7 @@ def _with_intervals(
     uncertainty: Uncertainty | None,
 ) -> Plan:
     """``plan`` with its intervals (``intervals.py``); as it is without an error model."""
-    if uncertainty is None:
+    if uncertainty is None or plan.layout_kind == "disaggregated":  # the error model has no split pools
         return plan
     gpu = next(o.gpu for o in offers if o.gpu.id == plan.gpu)
     replica = one_replica(model, gpu, plan.layout, target, cal)
@@ -241,8 +250,8 @@ def _best_per_gpu(ranked: Sequence[Plan]) -> list[Plan]:
     first: list[Plan] = []
     rest: list[Plan] = []
     for p in ranked:
-        (rest if p.gpu in seen else first).append(p)
-        seen.add(p.gpu)
+        (rest if p.gpu_types in seen else first).append(p)
+        seen.add(p.gpu_types)
     return first + rest
 
 
@@ -255,15 +264,17 @@ def _shown(ranked: Sequence[Plan], best_per_gpu: Sequence[Plan]) -> list[Plan]:
 
 def _ranked_out(best_per_gpu: Sequence[Plan], shown: Sequence[Plan]) -> list[Rejection]:
     """GPU types with a feasible plan that ranked below the ``MAX_PLANS`` shown: one line each, its best plan."""
-    listed = {p.gpu for p in shown}
+    listed = {p.gpu_types for p in shown}
     out: list[Rejection] = []
     for p in best_per_gpu:  # each type's best plan comes first in this list
-        if p.gpu in listed:
+        if p.gpu_types in listed:
             continue
-        listed.add(p.gpu)
+        listed.add(p.gpu_types)
         price = f", ${p.usd_per_hour:,.2f}/h" if p.usd_per_hour is not None else ""
-        reason = f"feasible, but its best plan ({p.layout.num_gpus}x{p.gpu}{price}) ranks below the {MAX_PLANS} shown"
-        out.append(Rejection(gpu=p.gpu, kind="cost", reason=reason))
+        reason = (
+            f"feasible, but its best plan ({p.num_gpus}x{p.gpu}{price}) ranks below the {MAX_PLANS} shown"
+        )
+        out.append(Rejection(gpu=p.gpu_types, kind="cost", reason=reason))
     return out
 
 
@@ -299,7 +310,7 @@ def _rejections(
                     gpu=gpu,
                     kind="budget",
                     reason=(
-                        f"cheapest plan {cheapest_over.layout.num_gpus}x{gpu} costs "
+                        f"cheapest plan {cheapest_over.num_gpus}x{gpu} costs "
                         f"${cheapest_over.usd_per_hour:,.2f}/h > budget ${budget:,.2f}/h"
                     ),
                 )

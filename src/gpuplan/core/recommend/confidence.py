@@ -96,9 +96,10 @@ def at_margin(*, target: Workload, sla: Sla, margin: Margin) -> tuple[Workload, 
     return target.model_copy(update=load), sla.model_copy(update=limits)
 
 
-def layout_key(plan: Plan) -> tuple[str, int, int, str, str]:
+def layout_key(plan: Plan) -> tuple[str, int, int, str, str, str]:
+    """What makes two plans the same layout at different replica counts (their kind included)."""
     lay = plan.layout
-    return plan.gpu, lay.tp, lay.pp, lay.weight_dtype.name, lay.resolved_kv_dtype.name
+    return plan.gpu, lay.tp, lay.pp, lay.weight_dtype.name, lay.resolved_kv_dtype.name, plan.layout_kind
 
 
 @dataclass(frozen=True)

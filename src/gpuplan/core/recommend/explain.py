@@ -11,6 +11,7 @@ from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import weight_bytes_per_gpu
 from gpuplan.core.pricing import PriceBasis
+from gpuplan.core.recommend.layout_kinds import plan_words, pools_label, versus
 from gpuplan.core.recommend.request import GpuOffer, Plan, Rejection, SearchSpace
 from gpuplan.core.recommend.tail import FINALISTS
 from gpuplan.core.sla import Sla
@@ -46,6 +47,7 @@ def explain(
             else "tensor throughput decides, so FP8/INT8 compute paths pay off."
         )
     )
+    lines += versus(plans)
     lines += [_runner_up(p, best) for p in plans[1:4] if p.gpu != best.gpu]
     unquoted = {o.gpu.id for o in offers if o.price_missing}
     lines += [f"Not {r.gpu}: {r.reason}." for r in rejected if not (r.kind == "price" and r.gpu in unquoted)]
@@ -54,12 +56,20 @@ def explain(
     if offer is not None:
         lines.append(_rent_vs_own(offer, best, ownership))
     lines.append(
-        f"Growth: at {GROWTH_FACTOR:.0f}x the load, replicas scale to about {best.layout.replicas * GROWTH_FACTOR:.0f} "
-        f"({best.layout.num_gpus * GROWTH_FACTOR:.0f} GPUs"
+        f"Growth: at {GROWTH_FACTOR:.0f}x the load, {_scaled(best)} "
+        f"({best.num_gpus * GROWTH_FACTOR:.0f} GPUs"
         + (f", ${best.usd_per_hour * GROWTH_FACTOR:,.2f}/h)" if best.usd_per_hour else ")")
         + "; re-run with the new rate to re-check the layout."
     )
     return lines
+
+
+def _scaled(p: Plan) -> str:
+    """What grows with the load: replicas, or both pools' workers."""
+    if p.prefill is not None and p.decode is not None:
+        workers = (p.prefill.workers * GROWTH_FACTOR, p.decode.workers * GROWTH_FACTOR)
+        return "the pools scale to about {:.0f}P{:.0f}D".format(*workers)
+    return f"replicas scale to about {p.layout.replicas * GROWTH_FACTOR:.0f}"
 
 
 def _unquoted(offers: Sequence[GpuOffer]) -> list[str]:
@@ -103,10 +113,8 @@ def _winner(p: Plan, target: Workload, sla: Sla) -> str:
     if p.ttft_p99_ms is not None and p.tpot_p99_ms is not None:
         source = "simulated" if p.p99_source == "simulator" else "tail-model"
         tail = f", {source} P99 TTFT {p.ttft_p99_ms:.0f} ms and P99 TPOT {p.tpot_p99_ms:.1f} ms"
-    lay = p.layout
     return (
-        f"Best: {lay.num_gpus}x {p.gpu} ({lay.replicas} replica(s) of {lay.replica_label} weights, "
-        f"{lay.resolved_kv_dtype} KV) serves {load} ({target.input_tokens} in / {target.output_tokens} out tokens) "
+        f"Best: {plan_words(p)} serves {load} ({target.input_tokens} in / {target.output_tokens} out tokens) "
         f"with mean TTFT {p.ttft_ms:.0f} ms and TPOT {p.tpot_ms:.1f} ms{tail} ({limits}){price}."
     )
 
@@ -128,8 +136,9 @@ def _runner_up(p: Plan, best: Plan) -> str:
     else:
         delta = "no price in the catalog"
     lay = p.layout
+    kind = f", disaggregated {pools_label(p)}" if p.layout_kind == "disaggregated" else ""
     return (
-        f"Runner-up {lay.num_gpus}x {p.gpu} (tp={lay.tp}, {lay.weight_dtype}): {delta}, TPOT {p.tpot_ms:.1f} ms, "
+        f"Runner-up {p.num_gpus}x {p.gpu} (tp={lay.tp}, {lay.weight_dtype}{kind}): {delta}, TPOT {p.tpot_ms:.1f} ms, "
         f"TTFT {p.ttft_ms:.0f} ms."
     )
 

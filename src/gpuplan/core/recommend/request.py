@@ -17,11 +17,17 @@ from pydantic_core import CoreSchema
 from gpuplan.core.calibration.uncertainty import IntervalSource
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.perf.layout import Layout
+from gpuplan.core.perf.memory import InferenceMemory
 from gpuplan.core.pricing import PriceBasis, PriceQuote
+from gpuplan.core.units import GIB
 from gpuplan.core.workload import Workload
 
 Objective = Literal["cost", "latency", "throughput"]
+LayoutKind = Literal["aggregated", "disaggregated"]
+"""A plan's kind: replicas that prefill and decode together, or prefill and decode pools apart."""
+LAYOUT_KINDS: tuple[LayoutKind, ...] = ("aggregated", "disaggregated")
 
 
 class SearchSpace(FrozenModel):
@@ -38,6 +44,19 @@ class SearchSpace(FrozenModel):
         gt=0,
         le=1,
         description="run replicas at most at this share of their SLA-limited throughput",
+    )
+    layout_kinds: tuple[LayoutKind, ...] = Field(
+        default=LAYOUT_KINDS,
+        min_length=1,
+        description="plan kinds searched; disaggregated only where the engine has the mode (rate targets)",
+    )
+    mixed_pools: bool = Field(
+        default=False,
+        description="disaggregated plans may put prefill and decode on different GPU types (of one vendor)",
+    )
+    kv_transport: KvTransport = Field(
+        default_factory=KvTransport,
+        description="how a disaggregated plan's prefill hands the KV cache to decode",
     )
     p99_gpu_types: int = Field(
         default=6,
@@ -71,6 +90,73 @@ class MemoryBreakdownGib(FrozenModel):
     overhead: float
     total: float
     capacity: float
+
+    @classmethod
+    def of(cls, mem: InferenceMemory) -> MemoryBreakdownGib:
+        """One GPU's memory at start-up, in GiB: the KV cache is the whole pool the engine allocates."""
+        fixed = mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes
+        return cls(
+            weights=mem.weights_bytes / GIB,
+            kv_cache=mem.kv_pool_bytes / GIB,
+            activation=mem.activation_bytes / GIB,
+            overhead=mem.overhead_bytes / GIB,
+            total=(fixed + mem.kv_pool_bytes) / GIB,
+            capacity=mem.usable_bytes / GIB,
+        )
+
+
+def memory_in_use_gib(mem: InferenceMemory, *, running: float, context_tokens: int) -> float:
+    """One GPU's memory with ``running`` requests of ``context_tokens`` holding KV (at most the pool)."""
+    used_kv = min(running * context_tokens * mem.kv_bytes_per_token, mem.kv_pool_bytes)
+    return (mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv) / GIB
+
+
+class PoolPlan(FrozenModel):
+    """One pool of a disaggregated plan: ``workers`` engine instances of ``tp`` x ``pp`` GPUs each
+    (``ep``: their expert-parallel degree), on one GPU type."""
+
+    gpu: str
+    count: int = Field(ge=1, description="GPUs of the pool: workers x tp x pp")
+    tp: int = Field(ge=1)
+    pp: int = Field(ge=1)
+    ep: int = Field(ge=1)
+    workers: int = Field(ge=1)
+    weight_dtype: str
+    usd_per_hour: float | None = Field(description="the pool's GPUs at the plan's price basis")
+    busy_share: float = Field(
+        ge=0,
+        description="prefill: share of each worker's time spent on prompts; decode: requests running per "
+        "worker over its capacity",
+    )
+
+    @model_validator(mode="after")
+    def _count_is_all_gpus(self) -> PoolPlan:
+        if self.count != self.workers * self.tp * self.pp:
+            raise ValueError(
+                f"count={self.count} is not workers x tp x pp = {self.workers} x {self.tp} x {self.pp}"
+            )
+        return self
+
+    @classmethod
+    def of(cls, gpu: str, layout: Layout, *, usd_per_gpu_hour: float | None, busy_share: float) -> PoolPlan:
+        """The pool of ``layout`` (its replicas are the workers) on ``gpu``."""
+        per_hour = usd_per_gpu_hour * layout.num_gpus if usd_per_gpu_hour else None
+        return cls(
+            gpu=gpu,
+            count=layout.num_gpus,
+            tp=layout.tp,
+            pp=layout.pp,
+            ep=layout.ep,
+            workers=layout.replicas,
+            weight_dtype=layout.weight_dtype.name,
+            usd_per_hour=per_hour,
+            busy_share=busy_share,
+        )
+
+    def to_layout(self, like: Layout) -> Layout:
+        """This pool's layout, with ``like``'s engine, version and KV dtype."""
+        pool = {"tp": self.tp, "pp": self.pp, "ep": self.ep, "replicas": self.workers}
+        return Layout.model_validate({**like.model_dump(), **pool, "weight_dtype": self.weight_dtype})
 
 
 class PlanLayoutKeys(FrozenModel):
@@ -178,6 +264,20 @@ class Plan(FrozenModel):
     interval: PlanInterval | None = Field(
         default=None, description="the intervals' level and the error-model groups they read"
     )
+    layout_kind: LayoutKind = Field(
+        default="aggregated",
+        description="aggregated replicas, or disaggregated prefill and decode pools (then gpu and the flat "
+        "layout keys tp/pp/replicas are the decode pool's, count is both pools' GPUs)",
+    )
+    prefill: PoolPlan | None = Field(default=None, description="the prefill pool (disaggregated plans)")
+    decode: PoolPlan | None = Field(default=None, description="the decode pool (disaggregated plans)")
+    kv_transfer_ms: float | None = Field(
+        default=None, description="exposed KV-cache transfer of one prompt, prefill to decode (disaggregated)"
+    )
+    prefill_share: float | None = Field(
+        default=None,
+        description="share of an aggregated replica's GPU time its prompts take at the target (rate targets)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -185,14 +285,32 @@ class Plan(FrozenModel):
         if not isinstance(data, dict) or "layout" in data:
             return data
         names = PlanLayoutKeys.model_fields
-        keys = PlanLayoutKeys.model_validate({k: v for k, v in data.items() if k in names})
+        flat = {k: v for k, v in data.items() if k in names}
+        prefill = data.get("prefill")
+        if isinstance(prefill, dict) and isinstance(flat.get("count"), int):
+            flat["count"] -= prefill.get("count", 0)  # count is both pools'; the keys are the decode pool's
+        keys = PlanLayoutKeys.model_validate(flat)
         return {**{k: v for k, v in data.items() if k not in names}, "layout": keys.to_layout()}
 
     @model_serializer(mode="wrap")
     def _layout_as_flat_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         fields = handler(self)
         del fields["layout"]
-        return {"gpu": fields.pop("gpu"), **PlanLayoutKeys.of(self.layout).model_dump(), **fields}
+        keys = PlanLayoutKeys.of(self.layout).model_dump()
+        keys["count"] = self.num_gpus
+        return {"gpu": fields.pop("gpu"), **keys, **fields}
+
+    @property
+    def gpu_types(self) -> str:
+        """The GPU types of the plan: ``gpu``, or ``H100-SXM+H200-SXM`` for pools on two (prefill first);
+        the search lists the best plan of each."""
+        pre = self.prefill
+        return self.gpu if pre is None or pre.gpu == self.gpu else f"{pre.gpu}+{self.gpu}"
+
+    @property
+    def num_gpus(self) -> int:
+        """Every GPU of the plan: its replicas, or its decode and prefill pools."""
+        return self.layout.num_gpus + (self.prefill.count if self.prefill is not None else 0)
 
     @classmethod
     def __get_pydantic_json_schema__(

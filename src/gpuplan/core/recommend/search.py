@@ -22,8 +22,11 @@ from gpuplan.core.errors import GpuplanError, InfeasibleError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import ReplicaModel, decode_bound
+from gpuplan.core.perf.kv_transfer import DISAGGREGATING_ENGINES
 from gpuplan.core.perf.layout import Layout, check_layout
 from gpuplan.core.perf.memory import usable_memory_bytes, weight_bytes_per_gpu
+from gpuplan.core.perf.scenarios import prefill_share_s
+from gpuplan.core.recommend.disaggregated import disaggregated_plans
 from gpuplan.core.recommend.request import (
     GpuOffer,
     MemoryBreakdownGib,
@@ -31,9 +34,10 @@ from gpuplan.core.recommend.request import (
     Plan,
     Rejection,
     SearchSpace,
+    memory_in_use_gib,
 )
 from gpuplan.core.sla import Sla
-from gpuplan.core.units import GIB, MS_PER_S
+from gpuplan.core.units import MS_PER_S
 from gpuplan.core.workload import Workload
 
 BISECTION_STEPS = 12
@@ -226,26 +230,19 @@ def _plan(
     load: float,
     calibrated: bool,
 ) -> Plan:
-    ttft, tpot, tok_s, running = replica.run(_workload(target, load))
+    share = _workload(target, load)
+    ttft, tpot, tok_s, running = replica.run(share)
+    prefill_share = None
     if target.rate_rps is not None:  # served = offered below capacity (the model may have floored the rate)
         tok_s = load * target.output_tokens
+        prefill_share = load * prefill_share_s(replica.step, replica.memory, share, max(running, 1.0))
     total_tok_s = tok_s * layout.replicas
-    mem = replica.memory
-    used_kv = min(
-        running * (target.input_tokens + target.output_tokens) * mem.kv_bytes_per_token, mem.kv_pool_bytes
-    )
     per_hour = offer.usd_per_gpu_hour * layout.num_gpus if offer.usd_per_gpu_hour else None
-    breakdown = MemoryBreakdownGib(
-        weights=mem.weights_bytes / GIB,
-        kv_cache=mem.kv_pool_bytes / GIB,
-        activation=mem.activation_bytes / GIB,
-        overhead=mem.overhead_bytes / GIB,
-        total=(mem.weights_bytes + mem.kv_pool_bytes + mem.activation_bytes + mem.overhead_bytes) / GIB,
-        capacity=mem.usable_bytes / GIB,
-    )
+    context = target.input_tokens + target.output_tokens
     return Plan(
         gpu=offer.gpu.id,
         layout=layout,
+        prefill_share=prefill_share,
         concurrency_per_replica=running,
         ttft_ms=ttft * MS_PER_S,
         tpot_ms=tpot * MS_PER_S,
@@ -256,8 +253,8 @@ def _plan(
         usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=total_tok_s)
         if per_hour
         else None,
-        memory_per_gpu_gib=(mem.weights_bytes + mem.activation_bytes + mem.overhead_bytes + used_kv) / GIB,
-        memory_breakdown_gib=breakdown,
+        memory_per_gpu_gib=memory_in_use_gib(replica.memory, running=running, context_tokens=context),
+        memory_breakdown_gib=MemoryBreakdownGib.of(replica.memory),
         bound=decode_bound(replica.step, running),
         price_source=offer.price_source,
         price_quote=offer.price_quote,
@@ -297,29 +294,49 @@ def search(
     *,
     cal: Calibration,
 ) -> tuple[list[Plan], dict[str, list[Miss]]]:
-    """All feasible plans (unranked) and, per GPU type, the misses."""
+    """All feasible plans (unranked) and, per GPU type, the misses: aggregated replicas and
+    disaggregated pools, as ``space.layout_kinds`` allows (``searches_disaggregated``)."""
     plans: list[Plan] = []
     misses: dict[str, list[Miss]] = {}
+    layouts = {o.gpu.id: list(candidate_layouts(model, o.gpu, space)) for o in offers}
     for offer in offers:
-        layouts = list(candidate_layouts(model, offer.gpu, space))
-        if not layouts:
+        if not layouts[offer.gpu.id]:
+            reason = "no TP/PP layout divides the model's heads within the limits"
             misses.setdefault(offer.gpu.id, []).append(
-                Miss(
-                    Rejection(
-                        gpu=offer.gpu.id,
-                        kind="layout",
-                        reason="no TP/PP layout divides the model's heads within the limits",
-                    ),
-                    LAYOUT_MISS,
-                )
+                Miss(Rejection(gpu=offer.gpu.id, kind="layout", reason=reason), LAYOUT_MISS)
             )
-        for layout in layouts:
+        if "aggregated" not in space.layout_kinds:
+            continue
+        for layout in layouts[offer.gpu.id]:
             result = evaluate(model, offer, layout, target, sla, space, cal)
             if isinstance(result, Plan):
                 plans.append(result)
             else:
                 misses.setdefault(offer.gpu.id, []).append(result)
+    if searches_disaggregated(space, target):
+        found, rejections = disaggregated_plans(model, offers, layouts, target, sla, space, cal)
+        plans += found
+        for r in rejections:  # an aggregated miss of the same GPU type says more (its numbers)
+            if r.gpu not in misses:
+                misses[r.gpu] = [Miss(r, DISAGGREGATED_MISS[r.kind])]
     return plans, misses
+
+
+DISAGGREGATED_MISS = {
+    "count": COUNT_MISS + 0.999,
+    "latency": LATENCY_MISS + 0.999,
+    "memory": MEMORY_MISS + 0.999,
+}
+"""A disaggregated miss ranks behind every aggregated miss of its kind (those carry the numbers)."""
+
+
+def searches_disaggregated(space: SearchSpace, target: Workload) -> bool:
+    """Disaggregated pools are searched when asked for, at a request rate, on an engine that has the mode."""
+    return (
+        "disaggregated" in space.layout_kinds
+        and target.rate_rps is not None
+        and space.engine in DISAGGREGATING_ENGINES
+    )
 
 
 def rank(plans: Sequence[Plan], objective: Objective) -> list[Plan]:
@@ -328,13 +345,20 @@ def rank(plans: Sequence[Plan], objective: Objective) -> list[Plan]:
         return sorted(plans, key=lambda p: (p.tpot_ms, p.ttft_ms, p.usd_per_hour or math.inf))
     if objective == "throughput":
         return sorted(
-            plans, key=lambda p: (-(p.output_tokens_per_s / (p.usd_per_hour or math.inf)), p.layout.num_gpus)
+            plans,
+            key=lambda p: (-(p.output_tokens_per_s / (p.usd_per_hour or math.inf)), p.num_gpus, _split(p)),
         )
     return sorted(
         plans,
         key=lambda p: (
             p.usd_per_hour if p.usd_per_hour is not None else math.inf,
-            p.layout.num_gpus,
+            p.num_gpus,
+            _split(p),
             p.tpot_ms,
         ),
     )
+
+
+def _split(plan: Plan) -> bool:
+    """On a tie an aggregated plan ranks first: one kind of worker, no KV transfer to run."""
+    return plan.layout_kind != "aggregated"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated
 
@@ -41,13 +40,29 @@ from gpuplan.interfaces.cli.app import (
 )
 from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenario, recommend_training
 from gpuplan.interfaces.cli.render import note, progress_bar
+from gpuplan.interfaces.cli.serving_flags import (
+    DOCUMENT_IS_THE_REQUEST,
+    SERVING_ONLY,
+    SERVING_REQUEST,
+    TRAIN_GLOBAL_BATCH,
+    TRAINING_FLAGS,
+    GlobalBatchOpt,
+    KvGbpsOpt,
+    KvOverlapOpt,
+    KvTransportOpt,
+    LayoutsOpt,
+    MethodOpt,
+    SeqLenOpt,
+    ServingFlags,
+    TokensOpt,
+    scenario_from_flags,
+)
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
 from gpuplan.usecases.pricing import scenario_price_basis
 from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
-from gpuplan.usecases.resolve import scenario_from_mapping
 
 EXAMPLE_SCENARIO = """\
 # The README's question: Qwen2.5-32B to ~20 requests/s, 2k-token prompts, 300-token answers,
@@ -190,14 +205,10 @@ def recommend(
     budget: Annotated[float | None, typer.Option(help="max $/hour")] = None,
     example: Annotated[bool, typer.Option(help="run the built-in example")] = False,
     task: Annotated[str, typer.Option(help="infer | train | finetune")] = "infer",
-    method: Annotated[
-        str | None, typer.Option(help="train/finetune: full | lora | qlora [default: full]")
-    ] = None,
-    seq_len: Annotated[int | None, typer.Option(help="train/finetune: tokens per sequence")] = None,
-    tokens: Annotated[float | None, typer.Option(help="train/finetune: tokens to train on")] = None,
-    global_batch: Annotated[
-        int | None, typer.Option(help="train/finetune: sequences per step [default: 256]")
-    ] = None,
+    method: MethodOpt = None,
+    seq_len: SeqLenOpt = None,
+    tokens: TokensOpt = None,
+    global_batch: GlobalBatchOpt = None,
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
@@ -206,13 +217,13 @@ def recommend(
     format: FormatOpt = "table",
     interval: IntervalOpt = DEFAULT_LEVEL,
     confidence: ConfidenceOpt = None,
+    layouts: LayoutsOpt = None,
+    kv_transport: KvTransportOpt = None,
+    kv_gbps: KvGbpsOpt = None,
+    kv_overlap: KvOverlapOpt = False,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
-    flags = ServingFlags(
-        model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
-        ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
-        max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget, confidence=confidence,
-    )  # fmt: skip
+    flags = ServingFlags.of(locals())
     basis = (provider, price_basis)
     if _task(task) != "infer":
         train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
@@ -250,34 +261,6 @@ def _task(task: str) -> str:
     return task
 
 
-@dataclass(frozen=True)
-class ServingFlags:
-    """``recommend``'s flags of a serving request, as given (None: not given)."""
-
-    model: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    rate: float | None
-    concurrency: int | None
-    ttft_ms: float | None
-    tpot_ms: float | None
-    ttft_p99_ms: float | None
-    tpot_p99_ms: float | None
-    gpus: str | None
-    max_gpus: int
-    dtypes: str
-    engine: str
-    objective: str
-    budget: float | None
-    confidence: float | None = None
-    """Not part of the request document (a file takes it too), but a training request refuses it."""
-
-    def without_defaults(self) -> dict[str, object]:
-        """The flags that have no default (so a value means the user gave it), in order."""
-        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence")
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
-
-
 def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags) -> ScenarioFile:
     """The serving request: the built-in example, a scenario file, or the flags (never a mix)."""
     if example or scenario is not None:
@@ -286,7 +269,7 @@ def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags)
         return parse_scenario(EXAMPLE_SCENARIO, origin="built-in example")
     if scenario is not None:
         return load_scenario(scenario)
-    return _scenario_from_flags(flags)
+    return scenario_from_flags(flags)
 
 
 def _recommend_serving(
@@ -309,77 +292,3 @@ def _recommend_serving(
     views.recommendation(rec, fmt(format))
     if plot is not None:
         plots.write_recommendation_plot(plot, rec, throughput_scaling(sc, cat, rec))
-
-
-SERVING_REQUEST = (
-    " by a serving request (they are --task train|finetune flags)",
-    "drop them, or add --task train",
-)
-TRAIN_GLOBAL_BATCH = 256
-"""``recommend --task train``'s sequences per optimizer step when ``--global-batch`` is not given."""
-DOCUMENT_IS_THE_REQUEST = (
-    ": a scenario file (or --example) is the whole request",
-    "put the values in the file, or drop the file and use flags only",
-)
-_SERVING = (
-    "input_tokens output_tokens rate concurrency ttft_ms tpot_ms ttft_p99_ms tpot_p99_ms budget confidence"
-)
-SERVING_ONLY = tuple(_SERVING.split())  # the flags a training request refuses, in order
-TRAINING_FLAGS = "training plans take --model, --method, --seq-len, --tokens, --gpus, --max-gpus, --objective"
-
-
-def _scenario_from_flags(f: ServingFlags) -> ScenarioFile:
-    """The scenario document the recommend flags describe, validated like a file."""
-    # 0 tokens is not refused here: the document's field check names it
-    if not (f.model and f.input_tokens is not None and f.output_tokens is not None):
-        raise UserInputError(
-            "recommend needs a scenario file, --example, or --model, --input-tokens and "
-            "--output-tokens with --rate or --concurrency"
-        )
-    for flag, text in (("--gpus", f.gpus), ("--dtypes", f.dtypes)):
-        if text is not None and not any(part.strip() for part in text.split(",")):
-            raise UserInputError(f"{flag} {text!r} names nothing", hint=f"leave {flag} out for the default")
-    doc = {
-        "model": f.model,
-        "engine": f.engine,
-        "objective": f.objective,
-        "workload": {
-            "input_tokens": f.input_tokens,
-            "output_tokens": f.output_tokens,
-            "rate_rps": f.rate,
-            "concurrency": f.concurrency,
-        },
-        "sla": {
-            "ttft_ms": f.ttft_ms,
-            "tpot_ms": f.tpot_ms,
-            "ttft_p99_ms": f.ttft_p99_ms,
-            "tpot_p99_ms": f.tpot_p99_ms,
-        },
-        "hardware": {
-            "gpus": [g.strip() for g in f.gpus.split(",") if g.strip()] if f.gpus else None,
-            "max_gpus": f.max_gpus,
-        },
-        "precision": {"allowed": [d.strip() for d in f.dtypes.split(",") if d.strip()]},
-        "prices": {"max_usd_per_hour": f.budget},
-    }
-    return scenario_from_mapping(doc, names=RECOMMEND_FLAG_FIELDS)
-
-
-RECOMMEND_FLAG_FIELDS = {
-    "model": "--model",
-    "engine": "--engine",
-    "objective": "--objective",
-    "workload.input_tokens": "--input-tokens",
-    "workload.output_tokens": "--output-tokens",
-    "workload.rate_rps": "--rate",
-    "workload.concurrency": "--concurrency",
-    **{
-        f"sla.{limit}": f"--{limit.replace('_', '-')}"
-        for limit in ("ttft_ms", "tpot_ms", "ttft_p99_ms", "tpot_p99_ms")
-    },
-    "hardware.gpus": "--gpus",
-    "hardware.max_gpus": "--max-gpus",
-    "precision.allowed": "--dtypes",
-    "prices.max_usd_per_hour": "--budget",
-}
-"""The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""

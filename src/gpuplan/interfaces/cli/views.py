@@ -10,6 +10,7 @@ from gpuplan.adapters.models.registry import ModelSummary
 from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.dtypes import DTYPES
 from gpuplan.core.pricing import PriceBasis, PriceQuote, quote_label
+from gpuplan.core.recommend.layout_kinds import plan_cells
 from gpuplan.core.recommend.request import Plan, Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
@@ -251,13 +252,14 @@ def _plan_row(p: Plan, tail: bool, at_q: bool) -> tuple[object, ...]:
         if tail
         else (_fig(p, "ttft_ms"), _fig(p, "tpot_ms"))
     )
+    gpu, count, tp, pp, replicas = plan_cells(p)
     return (
-        p.gpu,
-        lay.num_gpus,
+        gpu,
+        count,
         *([p.count_at_point_estimate] if at_q else []),
-        lay.tp,
-        lay.pp,
-        lay.replicas,
+        tp,
+        pp,
+        replicas,
         lay.weight_dtype,
         *latency,
         p.output_tokens_per_s,  # its interval is in the JSON and the Intervals lines: the table is 160 wide

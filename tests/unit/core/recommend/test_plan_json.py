@@ -63,10 +63,16 @@ WRITTEN_PLAN: dict[str, Any] = {
     "low": None,
     "high": None,
     "interval": None,
+    "layout_kind": "aggregated",
+    "prefill": None,
+    "decode": None,
+    "kv_transfer_ms": None,
+    "prefill_share": None,
 }
 """The same plan as written now: ``price_quote`` (the quote it is priced from, null in a plan built
 without one) after ``price_source``, ``p99_source`` (where P99s came from), then the count at the point
-estimate and the intervals (``recommend --confidence``, issue 17), last."""
+estimate and the intervals (``recommend --confidence``, issue 17), then the layout kind and a
+disaggregated plan's pools (issue 20), last."""
 
 
 def _plan(layout: Layout) -> Plan:

@@ -60,8 +60,11 @@ def test_plans_sorted_by_cost(rec: Recommendation) -> None:
     assert rec.plans[0].usd_per_hour == min(c for c in costs if c is not None)
     # The whole list is in rank order (docs/json.md): cheapest first.
     assert costs == sorted(c or math.inf for c in costs)
+    best = rec.plans[0]
     assert rec.explanation and rec.explanation[0].startswith(
-        f"Best: {rec.plans[0].layout.num_gpus}x {rec.plans[0].gpu}"
+        f"Best: {best.num_gpus} GPUs disaggregated {best.prefill.workers}P{best.decode.workers}D"
+        if best.prefill is not None and best.decode is not None
+        else f"Best: {best.num_gpus}x {best.gpu}"
     )
     assert rec.assumptions
 
@@ -75,7 +78,8 @@ def test_each_plan_meets_sla_and_load(rec: Recommendation, offers: list[GpuOffer
         assert p.requests_per_s == pytest.approx(5.0)
         assert p.output_tokens_per_s == pytest.approx(640.0)
         # Price: GPUs x $/GPU-h; month = 730 h; $/1M tokens = $/h / (tokens/s x 3600) x 1e6.
-        assert p.usd_per_hour == pytest.approx(p.layout.num_gpus * (price[p.gpu] or 0))
+        pools = [(p.gpu, p.layout.num_gpus)] + ([(p.prefill.gpu, p.prefill.count)] if p.prefill else [])
+        assert p.usd_per_hour == pytest.approx(sum(count * (price[gpu] or 0) for gpu, count in pools))
         assert p.usd_per_month == pytest.approx(730 * (p.usd_per_hour or 0))
         assert p.usd_per_million_output_tokens == pytest.approx((p.usd_per_hour or 0) / (640 * 3600) * 1e6)
         assert p.memory_per_gpu_gib <= p.memory_breakdown_gib.capacity
