@@ -79,7 +79,9 @@ def test_the_ranking_changes_with_the_basis(invoke: Invoke) -> None:
     hyper = _json(invoke, "recommend", "--example", "--price-basis", "hyperscaler")
     assert market["plans"][0]["gpu"] == "MI300X" and market["plans"][0]["usd_per_hour"] == pytest.approx(9.0)
     best_aws = aws["plans"][0]  # one GPU type in both pools when disaggregated: count x $6.88
-    assert best_aws["gpu"] == "H100-SXM" and best_aws["usd_per_hour"] == pytest.approx(best_aws["count"] * 6.88)
+    assert best_aws["gpu"] == "H100-SXM" and best_aws["usd_per_hour"] == pytest.approx(
+        best_aws["count"] * 6.88
+    )
     assert hyper["price_basis"]["key"] == "class:hyperscaler" and _same_basis(hyper) <= {
         "AWS",
         "Azure",

@@ -68,6 +68,7 @@ def recommend_from_scenario(
         max_usd_per_hour=sc.prices.max_usd_per_hour,
         layout_kinds=sc.layouts.kinds,
         kv_transport=sc.layouts.kv_transport,
+        mixed_pools=sc.layouts.mixed_pools,
     )
     gpus = sc.hardware.gpus or ([sc.hardware.gpu] if sc.hardware.gpu else None)
     basis = basis or scenario_price_basis(sc, catalog)

@@ -173,6 +173,9 @@ class LayoutsSection(FiniteModel):
 
     kinds: tuple[LayoutKind, ...] = Field(default=LAYOUT_KINDS, min_length=1)
     kv_transport: KvTransport = KvTransport()
+    mixed_pools: bool = Field(
+        default=False, description="prefill and decode pools may use different GPU types"
+    )
 
 
 class ScenarioFile(ServingDocument):

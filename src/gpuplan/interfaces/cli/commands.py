@@ -52,6 +52,7 @@ from gpuplan.interfaces.cli.serving_flags import (
     KvTransportOpt,
     LayoutsOpt,
     MethodOpt,
+    MixedPoolsOpt,
     SeqLenOpt,
     ServingFlags,
     TokensOpt,
@@ -221,6 +222,7 @@ def recommend(
     kv_transport: KvTransportOpt = None,
     kv_gbps: KvGbpsOpt = None,
     kv_overlap: KvOverlapOpt = False,
+    mixed_pools: MixedPoolsOpt = False,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
     flags = ServingFlags.of(locals())

@@ -21,6 +21,9 @@ KvTransportOpt = Annotated[
 ]
 KvGbpsOpt = Annotated[float | None, typer.Option(help="KV link Gb/s per GPU [default: by --kv-transport]")]
 KvOverlapOpt = Annotated[bool, typer.Option(help="KV transfer overlapped with the prefill (layer-wise)")]
+MixedPoolsOpt = Annotated[
+    bool, typer.Option(help="disaggregated pools may use different GPU types (one vendor)")
+]
 MethodOpt = Annotated[str | None, typer.Option(help="train/finetune: full | lora | qlora [default: full]")]
 SeqLenOpt = Annotated[int | None, typer.Option(help="train/finetune: tokens per sequence")]
 TokensOpt = Annotated[float | None, typer.Option(help="train/finetune: tokens to train on")]
@@ -52,6 +55,7 @@ class ServingFlags:
     kv_transport: str | None = None
     kv_gbps: float | None = None
     kv_overlap: bool = False
+    mixed_pools: bool = False
 
     @classmethod
     def of(cls, given: Mapping[str, Any]) -> ServingFlags:
@@ -59,9 +63,11 @@ class ServingFlags:
         return cls(**{f.name: given[f.name] for f in fields(cls)})
 
     def without_defaults(self) -> dict[str, object]:
-        """The flags that have no default (so a value means the user gave it), in order."""
-        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence", "kv_overlap")
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
+        """The flags that have no default (so a value means the user gave it), in order; a switch
+        (--kv-overlap, --mixed-pools) when it is on (None when off: not given)."""
+        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence")
+        given = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
+        return {k: (v or None) if k in ("kv_overlap", "mixed_pools") else v for k, v in given.items()}
 
 
 SERVING_REQUEST = (
@@ -129,6 +135,8 @@ def _layouts_section(f: ServingFlags) -> dict[str, object]:
     given = {k: v for k, v in transport.items() if v is not None}
     if given:
         section["kv_transport"] = given
+    if f.mixed_pools:
+        section["mixed_pools"] = True
     return section
 
 
@@ -152,5 +160,6 @@ RECOMMEND_FLAG_FIELDS = {
     "layouts.kv_transport.kind": "--kv-transport",
     "layouts.kv_transport.gbps_per_gpu": "--kv-gbps",
     "layouts.kv_transport.overlapped": "--kv-overlap",
+    "layouts.mixed_pools": "--mixed-pools",
 }
 """The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""
