@@ -133,9 +133,7 @@ class Layout(FrozenModel):
         return FP32 if weight == FP32 else BF16
 
 
-def split_gpus(
-    count: int, tp: int | None, pp: int, *, field: str, attention_dp: int = 1
-) -> tuple[int, int]:
+def split_gpus(count: int, tp: int | None, pp: int, *, field: str, attention_dp: int = 1) -> tuple[int, int]:
     """(tp, replicas) for ``count`` GPUs: TP defaults to count / (pp × attention_dp); count must be
     tp × pp × attention_dp × replicas.
 
@@ -147,7 +145,9 @@ def split_gpus(
         what = f"tp x pp = {tp} x {pp}" if dp == 1 else f"tp x pp x attention_dp = {tp} x {pp} x {dp}"
         raise UserInputError(
             f"{field}={count} is not a positive multiple of {what}",
-            hint="make count = tp x pp x replicas" if dp == 1 else "make count = tp x pp x attention_dp x replicas",
+            hint="make count = tp x pp x replicas"
+            if dp == 1
+            else "make count = tp x pp x attention_dp x replicas",
         )
     return tp, count // unit
 

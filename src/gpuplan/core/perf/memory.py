@@ -120,7 +120,9 @@ def weight_bytes_per_gpu(
     embed_end = max(counts.embedding, counts.lm_head) if pp > 1 else counts.embedding + counts.lm_head
     embeddings = embed_end * embed_elem / tp
     dense_b = dense * dense_elem / (tp * pp)
-    routed_b = routed * weight_dtype.bytes_per_element * _expert_slots(model, ep) / (max(tp * attention_dp, ep) * pp)
+    routed_b = (
+        routed * weight_dtype.bytes_per_element * _expert_slots(model, ep) / (max(tp * attention_dp, ep) * pp)
+    )
     return WeightBytes(
         total=dense_b + routed_b + embeddings,
         dense_linear=dense_b,
