@@ -81,11 +81,15 @@ def check_generation(model: ModelSpec, sc: ScenarioFile) -> None:
 
 def deployment_layout(sc: DeploymentDocument, model: ModelSpec, gpu: GpuSpec) -> Layout:
     """The layout a scenario's hardware / parallelism / precision sections describe, checked."""
-    tp, replicas = split_gpus(sc.hardware.count, sc.parallelism.tp, sc.parallelism.pp, field="hardware.count")
+    par = sc.parallelism
+    tp, replicas = split_gpus(
+        sc.hardware.count, par.tp, par.pp, field="hardware.count", attention_dp=par.attention_dp
+    )
     layout = Layout(
         tp=tp,
-        pp=sc.parallelism.pp,
-        ep=sc.parallelism.ep,
+        pp=par.pp,
+        ep=par.ep,
+        attention_dp=par.attention_dp,
         replicas=replicas,
         weight_dtype=sc.precision.weights,
         kv_dtype=sc.precision.kv_cache,

@@ -58,6 +58,12 @@ class ParallelismSection(FiniteModel):
     tp: int | None = Field(default=None, ge=1, le=MAX_PARALLEL_DEGREE)
     pp: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
     ep: int = Field(default=1, ge=1, le=MAX_PARALLEL_DEGREE)
+    attention_dp: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PARALLEL_DEGREE,
+        description="data-parallel attention ranks sharing one expert set (MoE; SGLang --enable-dp-attention)",
+    )
 
 
 class PrecisionSection(FiniteModel):

@@ -2,7 +2,12 @@
 
 Rules (Megatron-LM / vLLM): TP must divide the attention heads (query heads; KV heads are split
 when TP divides them, replicated otherwise, as vLLM does for GQA with TP > KV heads); PP must not
-exceed the layer count; EP must divide the routed experts and is drawn from the TP×DP ranks.
+exceed the layer count. Experts: inside a TP group EP must divide the routed experts; across
+``attention_dp`` data-parallel attention ranks (SGLang ``--enable-dp-attention``, vLLM
+``--data-parallel-size`` with ``--enable-expert-parallel``) the routed experts are split over all
+``tp x attention_dp`` GPUs of the replica, by EP (``ep = tp x attention_dp``, an all-to-all per MoE
+layer, across nodes if need be; EPLB's redundant experts let EP leave a remainder) or by TP
+(``ep = 1``, inside one node). ``core/perf/expert_parallel.py`` prices it.
 """
 
 from __future__ import annotations
@@ -77,6 +82,13 @@ class Layout(FrozenModel):
         le=MAX_PARALLEL_DEGREE,
         description="expert-parallel degree (1 = experts split by TP)",
     )
+    attention_dp: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_PARALLEL_DEGREE,
+        description="data-parallel attention ranks sharing one expert set (1 = none); a replica is "
+        "tp x pp x attention_dp GPUs",
+    )
     replicas: int = Field(default=1, ge=1, le=MAX_GPU_COUNT)
     # The schema's default is the name (pydantic would write a validation-mode default field by field).
     weight_dtype: DTypeByName = Field(default=BF16, json_schema_extra={"default": BF16.name})
@@ -87,7 +99,8 @@ class Layout(FrozenModel):
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        """GPUs of one replica: its TP x PP group, times the attention-DP ranks sharing its experts."""
+        return self.tp * self.pp * self.attention_dp
 
     @property
     def num_gpus(self) -> int:
@@ -95,8 +108,10 @@ class Layout(FrozenModel):
 
     @property
     def replica_label(self) -> str:
-        """One replica in words, as plans' reasons name it: ``tp=2 pp=1, fp8``."""
-        return f"tp={self.tp} pp={self.pp}, {self.weight_dtype}"
+        """One replica in words, as plans' reasons name it: ``tp=2 pp=1, fp8`` (``tp=1 pp=1 dp=16 ep=16, fp8``
+        with attention data parallelism)."""
+        wide = f" dp={self.attention_dp} ep={self.ep}" if self.attention_dp > 1 else ""
+        return f"tp={self.tp} pp={self.pp}{wide}, {self.weight_dtype}"
 
     def with_replicas(self, replicas: int) -> Layout:
         """The same replica layout, run ``replicas`` times."""
@@ -118,17 +133,23 @@ class Layout(FrozenModel):
         return FP32 if weight == FP32 else BF16
 
 
-def split_gpus(count: int, tp: int | None, pp: int, *, field: str) -> tuple[int, int]:
-    """(tp, replicas) for ``count`` GPUs: TP defaults to count / pp; count must be tp × pp × replicas.
+def split_gpus(count: int, tp: int | None, pp: int, *, field: str, attention_dp: int = 1) -> tuple[int, int]:
+    """(tp, replicas) for ``count`` GPUs: TP defaults to count / (pp × attention_dp); count must be
+    tp × pp × attention_dp × replicas.
 
     ``field`` names the input in the error (``hardware.count``, ``--count``)."""
-    tp = tp or count // max(pp, 1)
-    if count < 1 or pp < 1 or tp < 1 or count % (tp * pp):
+    dp = max(attention_dp, 1)
+    tp = tp or count // max(pp * dp, 1)
+    unit = tp * pp * dp
+    if count < 1 or pp < 1 or tp < 1 or count % unit:
+        what = f"tp x pp = {tp} x {pp}" if dp == 1 else f"tp x pp x attention_dp = {tp} x {pp} x {dp}"
         raise UserInputError(
-            f"{field}={count} is not a positive multiple of tp x pp = {tp} x {pp}",
-            hint="make count = tp x pp x replicas",
+            f"{field}={count} is not a positive multiple of {what}",
+            hint="make count = tp x pp x replicas"
+            if dp == 1
+            else "make count = tp x pp x attention_dp x replicas",
         )
-    return tp, count // (tp * pp)
+    return tp, count // unit
 
 
 def tp_choices(heads: int, *, max_tp: int) -> list[int]:
@@ -148,24 +169,48 @@ def check_layout(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
         )
     if layout.pp > model.num_layers:
         raise UserInputError(f"pp={layout.pp} exceeds {model.id}'s {model.num_layers} layers")
-    if layout.ep > 1:
-        if model.moe is None:
-            raise UserInputError(
-                f"ep={layout.ep} but {model.id} is not a mixture-of-experts model", hint="use ep=1"
-            )
-        if model.moe.num_experts % layout.ep != 0:
-            raise UserInputError(
-                f"ep={layout.ep} does not divide {model.id}'s {model.moe.num_experts} experts"
-            )
-        if layout.ep > layout.tp * layout.replicas:
-            raise UserInputError(
-                f"ep={layout.ep} exceeds the tp x replicas ranks ({layout.tp * layout.replicas})"
-            )
+    _check_experts(model, gpu, layout)
     _check_dtype_support(gpu, layout)
     if layout.tp > node_gpus and layout.tp > 1:
         raise UserInputError(
             f"tp={layout.tp} spans more than one {gpu.id} node ({node_gpus} GPUs)",
             hint="keep TP inside a node and use pp or replicas across nodes",
+        )
+
+
+def _check_experts(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> None:
+    """The expert rules of the module docstring: EP inside a TP group divides the experts; EP beyond
+    it needs attention data parallelism over exactly ``tp x attention_dp`` ranks; experts split by TP
+    over attention-DP ranks stay inside one node."""
+    ep, tp, dp = layout.ep, layout.tp, layout.attention_dp
+    if ep == 1 and dp == 1:
+        return
+    if model.moe is None:
+        flag = f"ep={ep}" if ep > 1 else f"attention_dp={dp}"
+        raise UserInputError(
+            f"{flag} but {model.id} is not a mixture-of-experts model",
+            hint="use ep=1 and attention_dp=1 (a dense model's data-parallel ranks are replicas)",
+        )
+    experts, ranks = model.moe.num_experts, tp * dp
+    if ep > experts:
+        raise UserInputError(f"ep={ep} exceeds {model.id}'s {experts} experts", hint=f"use ep <= {experts}")
+    if dp == 1 and ep > tp:
+        raise UserInputError(
+            f"ep={ep} exceeds tp={tp}: experts spread beyond one TP group need attention data parallelism",
+            hint=f"set attention_dp = ep / tp = {ep // tp} (ep = tp x attention_dp), or use ep <= tp",
+        )
+    if ep > 1 and ep <= tp and experts % ep != 0:
+        raise UserInputError(f"ep={ep} does not divide {model.id}'s {experts} experts")
+    if dp > 1 and ep not in (1, ranks):
+        raise UserInputError(
+            f"attention_dp={dp} with ep={ep}: the experts are split over all tp x attention_dp = {ranks} GPUs",
+            hint=f"use ep={ranks} (expert parallelism, all-to-all) or ep=1 (experts split by TP)",
+        )
+    if dp > 1 and ep == 1 and ranks > gpu.interconnect.node_gpus:
+        raise UserInputError(
+            f"tp x attention_dp = {ranks} spans more than one {gpu.id} node ({gpu.interconnect.node_gpus} GPUs) "
+            "with experts split by TP",
+            hint=f"use ep={ranks} (expert parallelism across nodes) or keep tp x attention_dp inside a node",
         )
 
 

@@ -95,13 +95,16 @@ def _has_gddr_ecc(gpu: GpuSpec) -> bool:
 
 
 def weight_bytes_per_gpu(
-    model: ModelSpec, *, weight_dtype: DType, tp: int, pp: int = 1, ep: int = 1
+    model: ModelSpec, *, weight_dtype: DType, tp: int, pp: int = 1, ep: int = 1, attention_dp: int = 1
 ) -> WeightBytes:
     """Weight bytes on one GPU: linears in ``weight_dtype``, embeddings and LM head in 16 bits.
 
     TP shards every matrix (vocab-parallel embedding and LM head included); PP splits the blocks
     (the embedding and LM head sit on the end stages, so the heavier end is counted); routed
-    experts are split over max(TP, EP) ranks. Quantised checkpoints keep embeddings in 16 bits
+    experts are split over max(TP × attention DP, EP) ranks, the dense part (attention, shared
+    experts, dense MLPs) is replicated on every attention-DP rank. An EP that leaves a remainder
+    holds ceil(E / EP) experts per rank (EPLB's redundant experts fill the rest: DeepSeek's EP144
+    places 256 + 32 experts, 2 per GPU). Quantised checkpoints keep embeddings in 16 bits
     (AWQ, GPTQ, FP8-dynamic, MXFP4); gpt-oss's MXFP4 also keeps attention in BF16, per its
     ``quantization_config.modules_to_not_convert``.
     """
@@ -117,13 +120,35 @@ def weight_bytes_per_gpu(
     embed_end = max(counts.embedding, counts.lm_head) if pp > 1 else counts.embedding + counts.lm_head
     embeddings = embed_end * embed_elem / tp
     dense_b = dense * dense_elem / (tp * pp)
-    routed_b = routed * weight_dtype.bytes_per_element / (max(tp, ep) * pp)
+    routed_b = (
+        routed * weight_dtype.bytes_per_element * _expert_slots(model, ep) / (max(tp * attention_dp, ep) * pp)
+    )
     return WeightBytes(
         total=dense_b + routed_b + embeddings,
         dense_linear=dense_b,
         routed_experts=routed_b,
         embeddings=embeddings,
     )
+
+
+def layout_weight_bytes(model: ModelSpec, layout: Layout) -> WeightBytes:
+    """:func:`weight_bytes_per_gpu` for one GPU of ``layout``."""
+    return weight_bytes_per_gpu(
+        model,
+        weight_dtype=layout.weight_dtype,
+        tp=layout.tp,
+        pp=layout.pp,
+        ep=layout.ep,
+        attention_dp=layout.attention_dp,
+    )
+
+
+def _expert_slots(model: ModelSpec, ep: int) -> float:
+    """Expert slots over experts: ceil(E / ep)·ep / E, 1 when ep divides the experts (or ep = 1)."""
+    if model.moe is None or ep <= 1:
+        return 1.0
+    experts = model.moe.num_experts
+    return math.ceil(experts / ep) * ep / experts
 
 
 def kv_shard(model: ModelSpec, *, tp: int) -> int:
@@ -229,9 +254,7 @@ def inference_memory(
     if is_vllm_v0(engine, layout.engine_version):
         whole_prompts = unchunked_prefill_tokens(engine=engine, version=layout.engine_version, model=model)
         max_seqs, batched = engine.max_num_seqs, whole_prompts or vllm_v0_batched_tokens(context)
-    weights = weight_bytes_per_gpu(
-        model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
-    ).total
+    weights = layout_weight_bytes(model, layout).total
     activation = activation_peak_bytes(model, batched_tokens=batched, max_seqs=max_seqs, tp=layout.tp)
     overhead = runtime_overhead_bytes(engine=engine, tp=layout.tp, pp=layout.pp)
     pool = _kv_pool(
@@ -265,7 +288,9 @@ def _kv_capacity(
     batched_tokens: int,
 ) -> tuple[float, int, float]:
     """(KV bytes per token per GPU, tokens the pool holds in whole blocks, full-length requests it
-    holds); a model without KV (per-token cost 0) holds no tokens and unbounded requests."""
+    holds); a model without KV (per-token cost 0) holds no tokens and unbounded requests. Every
+    attention-DP rank holds its own requests' KV in its own pool, so the replica holds
+    ``attention_dp`` times one GPU's tokens and requests."""
     kv_dtype = layout.resolved_kv_dtype
     per_token = kv_bytes_per_token_per_gpu(model, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
     per_seq = kv_bytes_per_sequence_at_len(
@@ -279,9 +304,9 @@ def _kv_capacity(
     )
     if per_token <= 0:
         return per_token, 0, math.inf
-    block = engine.block_size_tokens
+    block, ranks = engine.block_size_tokens, layout.attention_dp
     tokens = int(max(pool_bytes, 0.0) // (per_token * block)) * block
-    return per_token, tokens, max(pool_bytes, 0.0) / per_seq
+    return per_token, tokens * ranks, max(pool_bytes, 0.0) / per_seq * ranks
 
 
 def _kv_pool(

@@ -22,7 +22,8 @@ prefill): the weights stream once for all of them (``step_s``).
 Pipeline parallelism splits the layers over ``pp`` stages; a token crosses all stages, so the
 latency of one step is ``pp`` stage times while ``pp`` micro-batches keep every stage busy.
 MoE layers read only the experts that the batch routes to: E·(1 − (1 − k/E)^B) of E experts for
-B tokens with uniform top-k routing.
+B tokens with uniform top-k routing. Attention data parallelism (``Layout.attention_dp``), the MoE
+all-to-all and expert load imbalance are priced in ``core/perf/expert_parallel.py``.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, unchunked_prefill_tokens
 from gpuplan.core.perf.engine_releases import is_mla_moe, release_line
+from gpuplan.core.perf.expert_parallel import allreduce_group, alltoall_terms_s, imbalance_factor
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import (
     kv_bytes_for_sequence_per_gpu,
+    layout_weight_bytes,
     recurrent_state_bytes_per_gpu,
     usable_memory_bytes,
-    weight_bytes_per_gpu,
 )
 from gpuplan.core.units import GIB, TFLOPS
 
@@ -142,6 +144,10 @@ class StepModel:
     overlap_loss: float
     expert_efficiency: float
     routed_flops_per_token: float
+    expert_imbalance: float = 1.0
+    """Busiest expert-parallel rank's routed work over the mean (``expert_parallel.imbalance_factor``)."""
+    alltoall_terms_s: tuple[float, float] = (0.0, 0.0)
+    """(fixed, per token) seconds of a stage's MoE dispatches and combines (``expert_parallel``)."""
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -157,13 +163,13 @@ class StepModel:
             math_eng, layer_step_s = eng * release.mla_moe_efficiency, release.mla_moe_layer_step_s
         power = power_cap(gpu, cal.power_limit_exponent)
         eta_c = cal.compute(gpu.family) * math_eng * power * (cal.low_precision_compute_scale if low else 1.0)
-        weights = weight_bytes_per_gpu(
-            model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
-        )
-        tp = layout.tp
-        ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
+        weights = layout_weight_bytes(model, layout)
+        tp, token_share = allreduce_group(layout)
+        ring = 2 * (tp - 1) / tp * token_share if tp > 1 else 0.0
         link_kind, link_bw = tp_link(gpu, tp)
         link = link_bw * cal.link_efficiency
+        ep_link_bw = tp_link(gpu, min(layout.ep, gpu.interconnect.node_gpus))[1] * cal.link_efficiency
+        ranks = layout.attention_dp  # each attention-DP rank schedules and prefills its own requests
         return cls(
             model=model,
             gpu=gpu,
@@ -181,12 +187,14 @@ class StepModel:
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
             lm_head_flops_per_token=arith.lm_head_flops_per_token(model),
             engine=engine,
-            max_seqs=max_seqs,
-            chunk_tokens=chunk,
-            whole_prompt_tokens=whole_prompts,
+            max_seqs=max_seqs * ranks,
+            chunk_tokens=chunk * ranks,
+            whole_prompt_tokens=whole_prompts * ranks if whole_prompts else whole_prompts,
             overlap_loss=cal.overlap_loss,
             expert_efficiency=cal.expert_efficiency,
             routed_flops_per_token=arith.routed_flops_per_token(model),
+            expert_imbalance=imbalance_factor(layout),
+            alltoall_terms_s=alltoall_terms_s(model, gpu, layout, intra_bytes_per_s=ep_link_bw),
         )
 
     @property
@@ -210,6 +218,7 @@ class StepModel:
                 value = kv_bytes_for_sequence_per_gpu(
                     self.model, tokens=tokens, kv_dtype=self.kv_dtype, tp=tp, pp=pp
                 ) + 2.0 * recurrent_state_bytes_per_gpu(self.model, tp=tp, pp=pp)
+                value /= self.layout.attention_dp  # a GPU reads its own DP rank's sequences only
             else:
                 value = arith.prefill_flops(self.model, prompt_tokens=tokens)
             self._memo[key] = value
@@ -217,19 +226,22 @@ class StepModel:
 
     @cached_property
     def _shards(self) -> int:
-        return self.layout.tp * self.layout.pp
+        return self.layout.gpus_per_replica
 
     @cached_property
     def _comm_terms_s(self) -> tuple[float, float]:
-        """(fixed, per token) seconds of a stage's all-reduces: latency, and bytes over the link."""
+        """(fixed, per token) seconds of a stage's all-reduces (latency, and bytes over the link) and
+        MoE all-to-alls."""
         allreduces = ALLREDUCES_PER_LAYER * self.model.num_layers / self.layout.pp
         per_token = self.model.hidden_size * 2.0 * self.allreduce_s_per_byte
-        return allreduces * self.allreduce_latency_s, allreduces * per_token
+        a2a_fixed_s, a2a_per_token_s = self.alltoall_terms_s
+        return allreduces * self.allreduce_latency_s + a2a_fixed_s, allreduces * per_token + a2a_per_token_s
 
     @cached_property
     def _expert_penalty(self) -> float:
-        """Extra time share of routed-expert work: 1/η_expert − 1 (0 when experts run like dense GEMMs)."""
-        return 1.0 / self.expert_efficiency - 1.0
+        """Extra time share of routed-expert math: imbalance/η_expert − 1 (0 when experts run like dense
+        GEMMs on balanced ranks; the busiest EP rank sets the step)."""
+        return self.expert_imbalance / self.expert_efficiency - 1.0
 
     def _routed_read(self, tokens: float) -> float:
         """Routed-expert bytes a step of ``tokens`` reads: E·(1 − (1 − k/E)^B) experts (uniform routing)."""

@@ -314,7 +314,9 @@ def disaggregated_plan(p: Pairing, target: Workload, cal: Calibration) -> Plan:
         usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=tokens_per_s)
         if per_hour
         else None,
-        memory_per_gpu_gib=memory_in_use_gib(d.replica.memory, running=d.running, context_tokens=context),
+        memory_per_gpu_gib=memory_in_use_gib(
+            d.replica.memory, running=d.running / d.layout.attention_dp, context_tokens=context
+        ),
         memory_breakdown_gib=MemoryBreakdownGib.of(d.replica.memory),
         bound=decode_bound(d.replica.step, d.running),
         price_source=d.offer.price_source,

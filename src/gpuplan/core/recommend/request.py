@@ -120,6 +120,7 @@ class PoolPlan(FrozenModel):
     tp: int = Field(ge=1)
     pp: int = Field(ge=1)
     ep: int = Field(ge=1)
+    attention_dp: int = Field(default=1, ge=1, description="attention data-parallel ranks of one worker")
     workers: int = Field(ge=1)
     weight_dtype: str
     usd_per_hour: float | None = Field(description="the pool's GPUs at the plan's price basis")
@@ -131,9 +132,10 @@ class PoolPlan(FrozenModel):
 
     @model_validator(mode="after")
     def _count_is_all_gpus(self) -> PoolPlan:
-        if self.count != self.workers * self.tp * self.pp:
+        if self.count != self.workers * self.tp * self.pp * self.attention_dp:
             raise ValueError(
-                f"count={self.count} is not workers x tp x pp = {self.workers} x {self.tp} x {self.pp}"
+                f"count={self.count} is not workers x tp x pp x attention_dp = "
+                f"{self.workers} x {self.tp} x {self.pp} x {self.attention_dp}"
             )
         return self
 
@@ -147,6 +149,7 @@ class PoolPlan(FrozenModel):
             tp=layout.tp,
             pp=layout.pp,
             ep=layout.ep,
+            attention_dp=layout.attention_dp,
             workers=layout.replicas,
             weight_dtype=layout.weight_dtype.name,
             usd_per_hour=per_hour,
@@ -155,13 +158,20 @@ class PoolPlan(FrozenModel):
 
     def to_layout(self, like: Layout) -> Layout:
         """This pool's layout, with ``like``'s engine, version and KV dtype."""
-        pool = {"tp": self.tp, "pp": self.pp, "ep": self.ep, "replicas": self.workers}
+        pool = {
+            "tp": self.tp,
+            "pp": self.pp,
+            "ep": self.ep,
+            "attention_dp": self.attention_dp,
+            "replicas": self.workers,
+        }
         return Layout.model_validate({**like.model_dump(), **pool, "weight_dtype": self.weight_dtype})
 
 
 class PlanLayoutKeys(FrozenModel):
     """A plan's layout as the flat keys of the JSON contract (docs/json.md), in their order: GPUs in
-    all, TP and PP of a replica, replicas, the weight dtype and the KV dtype the layout resolves to."""
+    all, TP and PP of a replica, replicas, the weight dtype and the KV dtype the layout resolves to,
+    then the expert-parallel and attention data-parallel degrees (1 in plans written before them)."""
 
     count: int
     tp: int
@@ -169,12 +179,15 @@ class PlanLayoutKeys(FrozenModel):
     replicas: int
     weight_dtype: str
     kv_dtype: str
+    ep: int = 1
+    attention_dp: int = 1
 
     @model_validator(mode="after")
     def _count_is_all_gpus(self) -> PlanLayoutKeys:
-        if self.count != self.tp * self.pp * self.replicas:
+        if self.count != self.tp * self.pp * self.attention_dp * self.replicas:
+            dp = f" x attention_dp {self.attention_dp}" if self.attention_dp > 1 else ""
             raise ValueError(
-                f"count={self.count} is not tp x pp x replicas = {self.tp} x {self.pp} x {self.replicas}"
+                f"count={self.count} is not tp x pp x replicas = {self.tp} x {self.pp} x {self.replicas}{dp}"
             )
         return self
 
@@ -182,7 +195,7 @@ class PlanLayoutKeys(FrozenModel):
     def of(cls, layout: Layout) -> PlanLayoutKeys:
         """The keys of ``layout``: its fields of the same names (dtypes by name), all its GPUs, the
         name of its resolved KV dtype."""
-        same = layout.model_dump(include={"tp", "pp", "replicas", "weight_dtype"})
+        same = layout.model_dump(include={"tp", "pp", "replicas", "weight_dtype", "ep", "attention_dp"})
         return cls(count=layout.num_gpus, kv_dtype=layout.resolved_kv_dtype.name, **same)
 
     def to_layout(self) -> Layout:

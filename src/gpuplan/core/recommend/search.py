@@ -3,7 +3,8 @@
 Stages (SkyPilot-style candidate → evaluate → select):
 
 1. candidates: every allowed dtype, TP that divides the heads and stays inside the scale-up domain,
-   PP, with tp·pp ≤ max_gpus;
+   PP, with tp·pp ≤ max_gpus; for MoE models also wide expert parallelism, attention DP × EP over
+   1, 2 and 4 whole nodes (``WIDE_EP_NODES``);
 2. evaluate: fit in memory → unloaded latency meets the SLA → the largest per-replica concurrency
    that still meets it (bisection; latency grows with load) → replicas for the target load, with a
    headroom so replicas do not run at the edge where tail latency explodes → cost;
@@ -24,7 +25,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import ReplicaModel, decode_bound
 from gpuplan.core.perf.kv_transfer import DISAGGREGATING_ENGINES
 from gpuplan.core.perf.layout import Layout, check_layout
-from gpuplan.core.perf.memory import usable_memory_bytes, weight_bytes_per_gpu
+from gpuplan.core.perf.memory import layout_weight_bytes, usable_memory_bytes
 from gpuplan.core.perf.scenarios import prefill_share_s
 from gpuplan.core.recommend.disaggregated import disaggregated_plans
 from gpuplan.core.recommend.request import (
@@ -46,6 +47,10 @@ MIN_RATE_RPS = 1e-3
 """An almost idle replica: the unloaded-latency check."""
 WEIGHT_SHARE_LIMIT = 0.8
 """A layout whose weights take under 80 % of a GPU leaves room for KV; deeper PP is not tried."""
+WIDE_EP_NODES = (1, 2, 4)
+"""Nodes one wide-EP replica spans (TP 1, attention DP = EP = the nodes' GPUs): SGLang's and
+DeepSeek's decode deployments run EP16-EP144 (2-18 nodes; https://lmsys.org/blog/2025-05-05-large-scale-ep);
+four nodes keep the search small."""
 COUNT_MISS, LATENCY_MISS, MEMORY_MISS, LAYOUT_MISS = 1.0, 2.0, 3.0, 4.0
 """Miss distances by kind: a plan that only needs more GPUs is nearer than one too slow even when
 idle, which is nearer than one that does not fit at all."""
@@ -81,13 +86,30 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
                 yield layout
                 if _weights_fit(model, gpu, layout):
                     break
+        yield from wide_ep_layouts(model, gpu, space, dtype)
+
+
+def wide_ep_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace, dtype: str) -> Iterator[Layout]:
+    """MoE only: one TP-1 attention rank per GPU over ``WIDE_EP_NODES`` whole nodes, the experts split
+    by EP over all of them (``ep = attention_dp``), within ``max_gpus``."""
+    if model.moe is None:
+        return
+    node = gpu.interconnect.node_gpus
+    for nodes in WIDE_EP_NODES:
+        ranks = nodes * node
+        if ranks < 2 or ranks > min(space.max_gpus, model.moe.num_experts):
+            continue
+        layout = Layout(tp=1, ep=ranks, attention_dp=ranks, weight_dtype=dtype, engine=space.engine)
+        try:
+            check_layout(model, gpu, layout)
+        except GpuplanError:
+            continue
+        yield layout
 
 
 def _weight_bytes(model: ModelSpec, layout: Layout) -> float:
     """Weight bytes on one GPU of ``layout``."""
-    return weight_bytes_per_gpu(
-        model, weight_dtype=layout.weight_dtype, tp=layout.tp, pp=layout.pp, ep=layout.ep
-    ).total
+    return layout_weight_bytes(model, layout).total
 
 
 def _weights_fit(model: ModelSpec, gpu: GpuSpec, layout: Layout) -> bool:
@@ -253,7 +275,10 @@ def _plan(
         usd_per_million_output_tokens=usd_per_million_tokens(usd_per_hour=per_hour, tokens_per_s=total_tok_s)
         if per_hour
         else None,
-        memory_per_gpu_gib=memory_in_use_gib(replica.memory, running=running, context_tokens=context),
+        # each attention-DP rank holds its own requests' KV
+        memory_per_gpu_gib=memory_in_use_gib(
+            replica.memory, running=running / layout.attention_dp, context_tokens=context
+        ),
         memory_breakdown_gib=MemoryBreakdownGib.of(replica.memory),
         bound=decode_bound(replica.step, running),
         price_source=offer.price_source,

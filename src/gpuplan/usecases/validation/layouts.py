@@ -14,6 +14,7 @@ from gpuplan.usecases.validation.cases import Case
 _VERSION_WORD = re.compile(r"(?<![\w.-])v?(\d+\.\d+[\w.+]*)")
 _BRACKETS = re.compile(r"\([^)]*\)")
 _DATE = re.compile(r"\b20\d\d-\d\d-\d\d")
+_DP_FLAG = re.compile(r"--dp(?:-size)?[ =](\d+)")
 TP_CHOICES = (1, 2, 4, 8)
 """TP sizes tried when a row does not state its layout (one node)."""
 
@@ -44,14 +45,16 @@ def row_layouts(case: Case, model: ModelSpec) -> list[Layout]:
     tps = [tp] if tp else [d for d in TP_CHOICES if gpus % d == 0 and _divides_heads(model, d)]
     layouts = []
     for t in tps:
-        if gpus % (t * pp):
+        attn_tp, dp, experts = attention_groups(case, tp=t, ep=ep)
+        if not attn_tp or gpus % (attn_tp * pp * dp):
             continue
         layouts.append(
             Layout(
-                tp=t,
+                tp=attn_tp,
                 pp=pp,
-                ep=ep,
-                replicas=gpus // (t * pp),
+                ep=experts,
+                attention_dp=dp,
+                replicas=gpus // (attn_tp * pp * dp),
                 weight_dtype=row_dtype(case.get("weight_dtype")),
                 kv_dtype=case.get("kv_dtype") or None,
                 engine=row_engine(case),
@@ -60,6 +63,26 @@ def row_layouts(case: Case, model: ModelSpec) -> list[Layout]:
             )
         )
     return layouts
+
+
+def attention_groups(case: Case, *, tp: int, ep: int) -> tuple[int, int, int]:
+    """(attention TP, attention-DP ranks, EP) of a row run at ``tp`` (0 attention TP: no such layout).
+
+    An EP larger than the TP group means data-parallel attention over the EP group (vLLM
+    ``--data-parallel-size`` with ``--enable-expert-parallel``, SGLang ``--enable-dp-attention``:
+    EP = TP x DP). A launch with ``--enable-dp-attention`` and no wider EP splits its ``--tp`` ranks
+    into ``--dp`` attention ranks (SGLang up to 0.4.3 set dp = tp), the experts split by TP over all
+    of them unless ``--enable-ep-moe`` spreads them by EP."""
+    if ep > tp:
+        return (tp, ep // tp, ep) if ep % tp == 0 else (0, 1, ep)
+    notes = case.get("notes")
+    if "--enable-dp-attention" not in notes:
+        return tp, 1, ep
+    found = _DP_FLAG.search(notes)
+    dp = int(found.group(1)) if found else tp
+    if dp <= 1 or tp % dp:
+        return tp, 1, ep
+    return tp // dp, dp, tp if "--enable-ep-moe" in notes else 1
 
 
 def _divides_heads(model: ModelSpec, tp: int) -> bool:

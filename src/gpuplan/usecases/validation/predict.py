@@ -26,6 +26,7 @@ from gpuplan.core.workload import LOAD_OF_KIND, Workload
 from gpuplan.usecases.validation.cases import Case, Skip
 from gpuplan.usecases.validation.datasets import row_lengths
 from gpuplan.usecases.validation.layouts import row_dtype, row_engine, row_layouts
+from gpuplan.usecases.validation.predict_decode import is_decode_instance_row, predict_decode_case
 from gpuplan.usecases.validation.predict_server import (
     LATENCY_METRIC,
     is_llmperf_itl,
@@ -126,6 +127,8 @@ _INFERENCE_METRICS: dict[str, Callable[[InferencePrediction], float]] = {
 
 def _inference_metric(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration, simulate: bool) -> float:
     scenario = case.get("scenario")
+    if is_decode_instance_row(case):  # a disaggregated deployment's decode instance: decode only
+        return predict_decode_case(case, model, gpu, cal)
     simulated = _simulated_metric(case, model, gpu, cal, simulate)
     if simulated is not None:
         return simulated

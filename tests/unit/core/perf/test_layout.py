@@ -42,6 +42,7 @@ def test_json_writes_canonical_names_and_reads_them_back() -> None:
         "tp": 2,
         "pp": 1,
         "ep": 1,
+        "attention_dp": 1,
         "replicas": 1,
         "weight_dtype": "fp4",
         "kv_dtype": "fp8",

@@ -47,10 +47,13 @@ EARLIER_PLAN: dict[str, Any] = {
 }
 """One plan as ``recommend --format json`` wrote it before plans held a Layout (every key, in order)."""
 WRITTEN_PLAN: dict[str, Any] = {
+    **{k: v for k, v in EARLIER_PLAN.items() if k in FLAT_KEYS[:7]},
+    "ep": 1,
+    "attention_dp": 1,
     **{
         k: v
         for k, v in EARLIER_PLAN.items()
-        if k in list(EARLIER_PLAN)[: list(EARLIER_PLAN).index("calibrated")]
+        if k in list(EARLIER_PLAN)[7 : list(EARLIER_PLAN).index("calibrated")]
     },
     "price_quote": None,
     **{
