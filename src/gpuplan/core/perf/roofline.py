@@ -35,6 +35,7 @@ from gpuplan.core.dtypes import DType
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf import speculative
 from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, unchunked_prefill_tokens
 from gpuplan.core.perf.engine_releases import is_mla_moe, release_line
 from gpuplan.core.perf.layout import Layout
@@ -142,6 +143,9 @@ class StepModel:
     overlap_loss: float
     expert_efficiency: float
     routed_flops_per_token: float
+    proposer: StepModel | None = None
+    """The speculative proposer's own step model (a draft model, or one MTP/EAGLE layer), built on the
+    same GPUs and TP without speculation; None without speculation or for ``ngram``."""
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -164,6 +168,7 @@ class StepModel:
         ring = 2 * (tp - 1) / tp if tp > 1 else 0.0
         link_kind, link_bw = tp_link(gpu, tp)
         link = link_bw * cal.link_efficiency
+        draft = None if layout.speculative is None else layout.speculative.proposer(model)
         return cls(
             model=model,
             gpu=gpu,
@@ -187,6 +192,7 @@ class StepModel:
             overlap_loss=cal.overlap_loss,
             expert_efficiency=cal.expert_efficiency,
             routed_flops_per_token=arith.routed_flops_per_token(model),
+            proposer=None if draft is None else cls.build(draft, gpu, speculative.own_layout(layout), cal),
         )
 
     @property
@@ -258,35 +264,69 @@ class StepModel:
         return gemm_s + (kv_s if kv_s >= attn_s else attn_s) + self._comm_s(tokens)
 
     def decode_s(self, *, batch: float, context: float) -> float:
-        """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token."""
+        """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token.
+        With speculative decoding, the time per emitted token: a verify pass of k + 1 tokens per
+        sequence and k proposer passes, over τ (``perf/speculative.py``)."""
+        spec = self.layout.speculative
+        if spec is None:
+            return self._decode_pass_s(batch, context, 1)
+        verify_s = self._decode_pass_s(batch, context, spec.queries)
+        return speculative.per_token_s(
+            spec, verify_s=verify_s, proposer_pass_s=self._proposer_s(batch, context)
+        )
+
+    def _decode_pass_s(self, batch: float, context: float, queries: int) -> float:
+        """One pass over ``queries`` new tokens of each of ``batch`` sequences: weights stream once, each
+        sequence's KV is read once, GEMM and attention math scale with the tokens."""
         pp = self.layout.pp
         micro = max(batch / pp, 1.0)
         ctx = max(int(context), 1)
+        tokens = micro * queries
         stage = self._stage_s(
-            micro,
-            micro * self.matmul_flops_per_token,
-            micro * self._cached("attn", ctx),
+            tokens,
+            tokens * self.matmul_flops_per_token,
+            tokens * self._cached("attn", ctx),
             micro * self._cached("kv", ctx),
         )
         return pp * stage + self.overhead_s
 
-    def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
-        """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
-        gemm = self._prefill_gemm_flops(tokens, prompt_tokens)
-        stage = self._stage_s(tokens, gemm, self._prefill_attention_flops(tokens, prompt_tokens), 0.0)
-        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
+    def _proposer_s(self, batch: float, context: float) -> float:
+        """One proposer pass at this batch, without the host step overhead (it runs inside the step)."""
+        draft = self.proposer
+        return 0.0 if draft is None else draft.decode_s(batch=batch, context=context) - draft.overhead_s
 
-    def lone_prefill_s(self, prompt_tokens: int) -> float:
-        """One prompt alone, split into steps of at most ``prefill_step_tokens`` (vLLM chunked prefill,
-        TensorRT-LLM max_num_tokens), each a pass over the weights; memoised per prompt length."""
-        if prompt_tokens <= 0:
+    def _proposer_prefill_s(self, tokens: float, prompt_tokens: float, cached_tokens: float) -> float:
+        """The proposer's share of a prefill step (it builds its own KV over the prompt)."""
+        draft = self.proposer
+        if draft is None or tokens <= 0:
             return 0.0
-        key = ("lone", prompt_tokens)
+        step_s = draft.prefill_s(tokens=tokens, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens)
+        return step_s - draft.overhead_s - draft.prefill_launch_s
+
+    def prefill_s(self, *, tokens: float, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+        """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each, of
+        which ``cached_tokens`` per prompt were found in the prefix cache (computed: the rest, attending
+        over the whole prompt)."""
+        gemm = self._prefill_gemm_flops(tokens, prompt_tokens - cached_tokens)
+        attn = self._prefill_attention_flops(tokens, prompt_tokens, cached_tokens)
+        stage = self._stage_s(tokens, gemm, attn, 0.0)
+        extra_s = self._proposer_prefill_s(tokens, prompt_tokens, cached_tokens)
+        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s + extra_s
+
+    def lone_prefill_s(self, prompt_tokens: int, cached_tokens: int = 0) -> float:
+        """One prompt alone, split into steps of at most ``prefill_step_tokens`` (vLLM chunked prefill,
+        TensorRT-LLM max_num_tokens), each a pass over the weights; the first ``cached_tokens`` come from
+        the prefix cache, so only the rest is computed. Memoised per prompt length."""
+        computed = prompt_tokens - cached_tokens
+        if computed <= 0:
+            return 0.0
+        key = ("lone", prompt_tokens) if not cached_tokens else (f"lone@{cached_tokens}", prompt_tokens)
         if key not in self._memo:
             step_tokens = self.prefill_step_tokens
-            full, rest = divmod(prompt_tokens, max(step_tokens, 1))
-            time_s = full * self.prefill_s(tokens=step_tokens, prompt_tokens=prompt_tokens) if full else 0.0
-            rest_s = self.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0
+            full, rest = divmod(computed, max(step_tokens, 1))
+            shape = {"prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens}
+            time_s = full * self.prefill_s(tokens=step_tokens, **shape) if full else 0.0
+            rest_s = self.prefill_s(tokens=rest, **shape) if rest else 0.0
             self._memo[key] = time_s + rest_s
         return self._memo[key]
 
@@ -296,30 +336,65 @@ class StepModel:
         head = self.lm_head_flops_per_token
         return tokens * (self.matmul_flops_per_token - head) + tokens / max(prompt_tokens, 1.0) * head
 
-    def _prefill_attention_flops(self, tokens: float, prompt_tokens: float) -> float:
-        """Attention FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens`` (causal)."""
-        prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
-        total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
-        return max(total - tokens * self.matmul_flops_per_token, 0.0)
+    def _prefill_attention_flops(
+        self, tokens: float, prompt_tokens: float, cached_tokens: float = 0.0
+    ) -> float:
+        """Attention FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens`` (causal); with
+        ``cached_tokens`` of each prompt cached, the computed tokens are its last ones, which attend
+        over the cached prefix too: Σ attention(i) for i = cached + 1 .. prompt."""
+        if cached_tokens <= 0:
+            prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
+            total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
+            return max(total - tokens * self.matmul_flops_per_token, 0.0)
+        prompts = max(tokens / max(prompt_tokens - cached_tokens, 1.0), 1e-9)
+        return max(prompts * (self._attention_upto(prompt_tokens) - self._attention_upto(cached_tokens)), 0.0)
 
-    def step_s(self, *, batch: float, context: float, prefill_tokens: float, prompt_tokens: float) -> float:
+    def _attention_upto(self, tokens: float) -> float:
+        """Causal attention FLOPs of prefilling ``tokens`` from scratch: Σ attention(i), i = 1 .. tokens."""
+        whole = max(int(tokens), 1)
+        return self._cached("prefill", whole) - whole * self.matmul_flops_per_token
+
+    def step_s(
+        self,
+        *,
+        batch: float,
+        context: float,
+        prefill_tokens: float,
+        prompt_tokens: float,
+        cached_tokens: float = 0.0,
+    ) -> float:
         """One engine step: ``batch`` decode tokens (mean context ``context``) plus a prefill chunk of
-        ``prefill_tokens`` from prompts of ``prompt_tokens`` each, sharing one pass over the weights.
+        ``prefill_tokens`` from prompts of ``prompt_tokens`` each (``cached_tokens`` of each from the
+        prefix cache), sharing one pass over the weights.
 
         Decode sequences are split into ``pp`` micro-batches; a prefill chunk crosses the stages whole.
-        With no prefill it is ``decode_s``, with no decodes ``prefill_s``.
+        With no prefill it is ``decode_s``, with no decodes ``prefill_s``. With speculative decoding it
+        is one emitted token's share of the verify step plus the chunk's marginal time
+        (``perf/speculative.py``).
         """
+        shape = {"prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens}
         if prefill_tokens <= 0:
             return self.decode_s(batch=batch, context=context)
         if batch <= 0:
-            return self.prefill_s(tokens=prefill_tokens, prompt_tokens=prompt_tokens)
+            return self.prefill_s(tokens=prefill_tokens, **shape)
+        queries = 1 if (spec := self.layout.speculative) is None else spec.queries
         pp = self.layout.pp
         micro = max(batch / pp, 1.0)
         ctx = max(int(context), 1)
         stage = self._stage_s(
-            micro + prefill_tokens,
-            micro * self.matmul_flops_per_token + self._prefill_gemm_flops(prefill_tokens, prompt_tokens),
-            micro * self._cached("attn", ctx) + self._prefill_attention_flops(prefill_tokens, prompt_tokens),
+            micro * queries + prefill_tokens,
+            micro * queries * self.matmul_flops_per_token
+            + self._prefill_gemm_flops(prefill_tokens, prompt_tokens - cached_tokens),
+            micro * queries * self._cached("attn", ctx)
+            + self._prefill_attention_flops(prefill_tokens, prompt_tokens, cached_tokens),
             micro * self._cached("kv", ctx),
         )
-        return pp * stage + self.overhead_s + self.prefill_launch_s
+        mixed_s = pp * stage + self.overhead_s + self.prefill_launch_s
+        if spec is None:
+            return mixed_s
+        chunk_s = mixed_s - self._decode_pass_s(batch, context, queries)
+        return (
+            self.decode_s(batch=batch, context=context)
+            + chunk_s
+            + self._proposer_prefill_s(prefill_tokens, **shape)
+        )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated
 
@@ -22,7 +22,7 @@ from gpuplan.adapters.scenario_files.deployment import (
 )
 from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL, Uncertainty
 from gpuplan.core.errors import InfeasibleError, UserInputError
-from gpuplan.interfaces.cli import views
+from gpuplan.interfaces.cli import feature_flags, views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
     CatalogOpt,
@@ -43,11 +43,11 @@ from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenar
 from gpuplan.interfaces.cli.render import note, progress_bar
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
+from gpuplan.usecases import resolve
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
 from gpuplan.usecases.pricing import scenario_price_basis
 from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
-from gpuplan.usecases.resolve import scenario_from_mapping
 
 EXAMPLE_SCENARIO = """\
 # The README's question: Qwen2.5-32B to ~20 requests/s, 2k-token prompts, 300-token answers,
@@ -149,24 +149,28 @@ def predict(
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
     interval: IntervalOpt = DEFAULT_LEVEL,
+    spec_method: feature_flags.SpecMethodOpt = None,
+    spec_tokens: feature_flags.SpecTokensOpt = None,
+    spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
+    draft_model: feature_flags.DraftModelOpt = None,
+    prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
 ) -> None:
-    """Latency, throughput and cost of one deployment on one workload (or one training layout's step
-    time and memory, for a scenario with a ``training`` section). Reads the document simulate reads,
-    its ``workload`` only (the analytic means; ``arrival``, ``simulation`` and ``sla`` are simulate's)."""
+    """Latency, throughput and cost of one deployment on one workload (a ``training`` section: step time
+    and memory). Reads simulate's document, its ``workload`` only (``arrival``, ``simulation``, ``sla``: simulate's)."""
     text = read_scenario_text(scenario)
+    features = resolve.DeploymentFeatures(
+        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate
+    )
     if is_training_document(text):
+        refuse_flags((" by a training scenario", "drop them"), **features.given())
         predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
         return
-    sc = parse_scenario(text, origin=str(scenario), sla_limits=ALL_LIMITS)
+    sc = resolve.with_features(parse_scenario(text, origin=str(scenario), sla_limits=ALL_LIMITS), features)
     cal, sure = load_calibration(calibration) if calibration else None, uncertainty_from(interval)
     result = predict_from_scenario(sc, catalog_from(catalog), cal, uncertainty=sure)
     views.predict(result, fmt(format))
     for line in scenario_notes(text):  # after the result: an error stays the one stderr line
         note(f"{scenario}: {line}")
-
-
-TtftP99Opt = Annotated[float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")]
-TpotP99Opt = Annotated[float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")]
 
 
 @app.command()
@@ -180,8 +184,8 @@ def recommend(
     concurrency: Annotated[int | None, typer.Option(help="requests in flight")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit, ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit, ms")] = None,
-    ttft_p99_ms: TtftP99Opt = None,
-    tpot_p99_ms: TpotP99Opt = None,
+    ttft_p99_ms: feature_flags.TtftP99Opt = None,
+    tpot_p99_ms: feature_flags.TpotP99Opt = None,
     gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
     max_gpus: Annotated[int, typer.Option(help="most GPUs in a plan")] = 64,
     dtypes: Annotated[str, typer.Option(help="weight dtypes to consider")] = "bf16,fp8,int4",
@@ -206,12 +210,18 @@ def recommend(
     format: FormatOpt = "table",
     interval: IntervalOpt = DEFAULT_LEVEL,
     confidence: ConfidenceOpt = None,
+    spec_method: feature_flags.SpecMethodOpt = None,
+    spec_tokens: feature_flags.SpecTokensOpt = None,
+    spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
+    draft_model: feature_flags.DraftModelOpt = None,
+    prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
     flags = ServingFlags(
         model=model, input_tokens=input_tokens, output_tokens=output_tokens, rate=rate, concurrency=concurrency,
         ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, gpus=gpus,
         max_gpus=max_gpus, dtypes=dtypes, engine=engine, objective=objective, budget=budget, confidence=confidence,
+        features=resolve.DeploymentFeatures(spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate),
     )  # fmt: skip
     basis = (provider, price_basis)
     if _task(task) != "infer":
@@ -235,7 +245,9 @@ def _recommend_training_task(
 ) -> None:
     """``recommend --task train|finetune``: refuse the serving flags, then rank training plans."""
     why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
-    refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
+    refuse_flags(
+        why, **{n: getattr(flags, n) for n in SERVING_ONLY}, **flags.features.given(), scenario=scenario
+    )
     recommend_training(
         task=task, method=train.method or "full", model=flags.model, seq_len=train.seq_len, tokens=train.tokens,
         gpus=flags.gpus, global_batch=train.global_batch or TRAIN_GLOBAL_BATCH, max_gpus=flags.max_gpus,
@@ -271,11 +283,13 @@ class ServingFlags:
     budget: float | None
     confidence: float | None = None
     """Not part of the request document (a file takes it too), but a training request refuses it."""
+    features: resolve.DeploymentFeatures = field(default_factory=resolve.DeploymentFeatures)
 
     def without_defaults(self) -> dict[str, object]:
         """The flags that have no default (so a value means the user gave it), in order."""
-        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence")
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
+        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence", "features")
+        given = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
+        return given | self.features.given()
 
 
 def _serving_scenario(example: bool, scenario: Path | None, flags: ServingFlags) -> ScenarioFile:
@@ -362,7 +376,7 @@ def _scenario_from_flags(f: ServingFlags) -> ScenarioFile:
         "precision": {"allowed": [d.strip() for d in f.dtypes.split(",") if d.strip()]},
         "prices": {"max_usd_per_hour": f.budget},
     }
-    return scenario_from_mapping(doc, names=RECOMMEND_FLAG_FIELDS)
+    return resolve.scenario_from_mapping(resolve.features_into(doc, f.features), names=RECOMMEND_FLAG_FIELDS)
 
 
 RECOMMEND_FLAG_FIELDS = {
@@ -381,5 +395,6 @@ RECOMMEND_FLAG_FIELDS = {
     "hardware.max_gpus": "--max-gpus",
     "precision.allowed": "--dtypes",
     "prices.max_usd_per_hour": "--budget",
+    **resolve.FEATURE_FLAG_FIELDS,
 }
 """The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""
