@@ -191,9 +191,9 @@ def own_layout(layout: _LayoutT) -> _LayoutT:
 
 
 def one_layer(model: ModelSpec, *, label: str) -> ModelSpec:
-    """One decoder layer of ``model``'s shape with its embedding and LM head: the shape of an MTP module
-    or EAGLE head. A MoE model's extra layer is a MoE layer (DeepSeek-V3's MTP block is); its attention
-    is full (the first full-attention KV group's width)."""
+    """One decoder layer of ``model``'s shape and its LM head: the shape of an MTP module or EAGLE head
+    (norms and the MTP projection left out). A MoE model's extra layer is a MoE layer (DeepSeek-V3's MTP
+    block is); its attention is full (the first full-attention KV group's width)."""
     groups = model.kv_groups
     full = next((g for g in groups if g.window_tokens is None), groups[0] if groups else None)
     kv = (
@@ -210,6 +210,8 @@ def one_layer(model: ModelSpec, *, label: str) -> ModelSpec:
             "num_dense_mlp_layers": 0 if moe is not None else None,
             "moe": moe,
             "kv_groups": kv,
+            "tie_word_embeddings": True,  # one vocab x hidden matrix: the head it runs (its input
+            # embedding is a lookup of B rows, not a stream of the table)
             "extra_params": 0,
             "recurrent_state_bytes": 0.0,
             "params_reported": None,
