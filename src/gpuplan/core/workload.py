@@ -83,6 +83,13 @@ class Workload(FiniteModel):
         gt=0,
         description=f"open-loop arrival rate: <= {MAX_RATE_RPS:,}, <= {MAX_WRITTEN_RATE_RPS:,} as written",
     )
+    prefix_cache_hit_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        lt=1.0,
+        description="share of each prompt found in the prefix cache: only the rest is computed, attending "
+        "over the whole prompt; KV is still counted for the whole prompt (perf/prefix_cache.py)",
+    )
 
     @classmethod
     def as_written(cls, data: Any) -> Workload:
@@ -152,4 +159,5 @@ class Workload(FiniteModel):
             output_tokens=self.output_tokens,
             rate_rps=self.rate_rps,
             concurrency=self.concurrency,
+            prefix_cache_hit_rate=self.prefix_cache_hit_rate,
         )

@@ -25,7 +25,7 @@ from gpuplan.core.pricing import PriceBasis, PriceQuote, typed_quote
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.pricing import scenario_price_basis
-from gpuplan.usecases.resolve import check_generation, deployment_gpu, deployment_layout
+from gpuplan.usecases.resolve import check_generation, deployment_gpu, deployment_layout, prefix_hit_rate
 
 
 class PredictResult(FrozenModel):
@@ -105,6 +105,8 @@ def predict_from_scenario(
     model, gpu = spec or get_model(sc.model), deployment_gpu(sc, catalog)
     layout = deployment_layout(sc, model, gpu)
     workload = sc.workload  # as written: the kind's load, or one request per replica when left out
+    if (hit := prefix_hit_rate(sc)) != workload.prefix_cache_hit_rate:  # a simulate document's own field
+        workload = workload.model_copy(update={"prefix_cache_hit_rate": hit})
     if workload.scenario == "rate" and workload.rate_rps is None:
         raise UserInputError("workload.scenario 'rate' needs workload.rate_rps", hint="e.g. rate_rps: 5")
     check_generation(model, sc)

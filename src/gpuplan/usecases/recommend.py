@@ -26,7 +26,7 @@ from gpuplan.core.sim.simulator import Progress
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.predict import predict_from_scenario
 from gpuplan.usecases.pricing import scenario_price_basis
-from gpuplan.usecases.resolve import check_generation, offers
+from gpuplan.usecases.resolve import check_generation, deployment_speculative, offers, prefix_hit_rate
 
 SCALING_GPU_COUNTS = (1, 2, 4, 8)
 """GPU counts of the throughput-vs-GPUs chart: one tensor-parallel replica of that many GPUs."""
@@ -58,7 +58,7 @@ def recommend_from_scenario(
     intervals on the plans, and plans sized at its ``confidence``."""
     model = spec or get_model(sc.model)
     check_generation(model, sc)
-    target = sc.workload.serving_target()
+    target = sc.workload.serving_target().model_copy(update={"prefix_cache_hit_rate": prefix_hit_rate(sc)})
     for dtype in sc.precision.allowed or ():
         get_dtype(dtype)
     space = SearchSpace(
@@ -69,6 +69,7 @@ def recommend_from_scenario(
         layout_kinds=sc.layouts.kinds,
         kv_transport=sc.layouts.kv_transport,
         mixed_pools=sc.layouts.mixed_pools,
+        speculative=deployment_speculative(sc),
     )
     gpus = sc.hardware.gpus or ([sc.hardware.gpu] if sc.hardware.gpu else None)
     basis = basis or scenario_price_basis(sc, catalog)

@@ -8,14 +8,18 @@ Used by :mod:`gpuplan.usecases.recommend`, :mod:`gpuplan.usecases.predict`,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.deployment import (
     DeploymentDocument,
     ScenarioFile,
+    ServingDocument,
+    SpeculativeSection,
     describe_validation_error,
 )
 from gpuplan.core.errors import UserInputError
@@ -23,9 +27,13 @@ from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import check_context_window, check_generative
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
+from gpuplan.core.perf.speculative import Speculative
 from gpuplan.core.pricing import PriceBasis, PriceQuote, missing_quote, typed_quote
 from gpuplan.core.recommend.request import GpuOffer
+from gpuplan.core.workload import Workload
 from gpuplan.usecases.pricing import price_basis
+
+DocT = TypeVar("DocT", bound=ServingDocument)
 
 
 def offers(
@@ -95,9 +103,42 @@ def deployment_layout(sc: DeploymentDocument, model: ModelSpec, gpu: GpuSpec) ->
         kv_dtype=sc.precision.kv_cache,
         engine=sc.engine,
         gpu_memory_utilization=sc.gpu_memory_utilization,
+        speculative=deployment_speculative(sc),
     )
     check_layout(model, gpu, layout)
     return layout
+
+
+def deployment_speculative(sc: DeploymentDocument) -> Speculative | None:
+    """The document's speculative decoding, its draft model resolved once here (like ``model``)."""
+    section = sc.speculative
+    if section is None:
+        return None
+    draft = get_model(section.draft_model) if section.draft_model else None
+    return Speculative(
+        method=section.method,
+        draft_tokens=section.draft_tokens,
+        acceptance_rate=section.acceptance_rate,
+        draft_model=draft,
+    )
+
+
+def prefix_hit_rate(sc: ServingDocument) -> float:
+    """The document's prefix-cache hit rate: ``workload.prefix_cache_hit_rate``, or the simulator's
+    older ``simulation.prefix_cache_hit_rate``; written in both, they must agree."""
+    workload, simulation = sc.workload, sc.simulation
+    in_workload = workload is not None and "prefix_cache_hit_rate" in workload.model_fields_set
+    in_simulation = "prefix_cache_hit_rate" in simulation.model_fields_set
+    both = workload is not None and in_workload and in_simulation
+    if both and workload is not None and workload.prefix_cache_hit_rate != simulation.prefix_cache_hit_rate:
+        raise UserInputError(
+            f"workload.prefix_cache_hit_rate ({workload.prefix_cache_hit_rate:g}) differs from "
+            f"simulation.prefix_cache_hit_rate ({simulation.prefix_cache_hit_rate:g})",
+            hint="give it once, in workload",
+        )
+    if workload is not None and in_workload:
+        return workload.prefix_cache_hit_rate
+    return simulation.prefix_cache_hit_rate
 
 
 def deployment_gpu(sc: DeploymentDocument, catalog: Catalog) -> GpuSpec:
@@ -123,3 +164,114 @@ def _drop_none(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _drop_none(v) for k, v in value.items() if v is not None}
     return value
+
+
+FEATURE_FLAGS = {
+    "spec_method": "--spec-method",
+    "spec_tokens": "--spec-tokens",
+    "spec_acceptance": "--spec-acceptance",
+    "draft_model": "--draft-model",
+    "prefix_hit_rate": "--prefix-hit-rate",
+}
+"""The flags of :class:`DeploymentFeatures`, by field."""
+FEATURE_FLAG_FIELDS = {
+    "speculative.method": "--spec-method",
+    "speculative.draft_tokens": "--spec-tokens",
+    "speculative.acceptance_rate": "--spec-acceptance",
+    "speculative.draft_model": "--draft-model",
+    "workload.prefix_cache_hit_rate": "--prefix-hit-rate",
+    "simulation.prefix_cache_hit_rate": "--prefix-hit-rate",
+}
+"""The document field each feature flag fills: an error names the flag the user typed."""
+_ONE_SOURCE = "give it once: in the scenario file or as a flag"
+
+
+@dataclass(frozen=True)
+class DeploymentFeatures:
+    """Speculative decoding and prefix caching as given on the command line (None: not given), shared
+    by ``predict``, ``simulate`` and ``recommend``."""
+
+    spec_method: str | None = None
+    spec_tokens: int | None = None
+    spec_acceptance: float | None = None
+    draft_model: str | None = None
+    prefix_hit_rate: float | None = None
+
+    def given(self) -> dict[str, object]:
+        """The flags given, by field name."""
+        return {name: getattr(self, name) for name in FEATURE_FLAGS if getattr(self, name) is not None}
+
+    def speculative(self) -> dict[str, object] | None:
+        """The ``speculative:`` mapping the flags describe; None without ``--spec-method``. A flag that
+        needs another one is an error naming both."""
+        if self.spec_method is None:
+            orphans = [
+                FEATURE_FLAGS[n]
+                for n in ("spec_tokens", "spec_acceptance", "draft_model")
+                if getattr(self, n)
+            ]
+            if orphans:
+                raise UserInputError(
+                    f"{', '.join(orphans)} {'needs' if len(orphans) == 1 else 'need'} --spec-method",
+                    hint="e.g. --spec-method eagle (or draft, mtp, ngram)",
+                )
+            return None
+        if (self.spec_method == "draft") != (self.draft_model is not None):
+            raise UserInputError(
+                "--draft-model goes with --spec-method draft, and --spec-method draft needs --draft-model",
+                hint="e.g. --spec-method draft --draft-model meta-llama/Llama-3.2-1B",
+            )
+        section = {
+            "method": self.spec_method,
+            "draft_tokens": self.spec_tokens,
+            "acceptance_rate": self.spec_acceptance,
+            "draft_model": self.draft_model,
+        }
+        return {k: v for k, v in section.items() if v is not None}
+
+
+def features_into(doc: dict[str, Any], features: DeploymentFeatures) -> dict[str, Any]:
+    """A flag-built document (``scenario_from_mapping``) with the features' ``speculative:`` section and
+    ``workload.prefix_cache_hit_rate``."""
+    workload = {**doc.get("workload", {}), "prefix_cache_hit_rate": features.prefix_hit_rate}
+    return {**doc, "speculative": features.speculative(), "workload": workload}
+
+
+def with_features(sc: DocT, features: DeploymentFeatures) -> DocT:
+    """A scenario document with the feature flags filled in; a flag the file already gives is an error
+    (never a silent override), as is a value out of range (naming the flag)."""
+    section = features.speculative()
+    update: dict[str, Any] = {}
+    if section is not None:
+        if sc.speculative is not None:
+            raise UserInputError(
+                "--spec-method: the scenario file has a speculative: section", hint=_ONE_SOURCE
+            )
+        update["speculative"] = _flag_checked(SpeculativeSection, section, "speculative")
+    hit = features.prefix_hit_rate
+    if hit is not None:
+        if "prefix_cache_hit_rate" in sc.simulation.model_fields_set or (
+            sc.workload is not None and "prefix_cache_hit_rate" in sc.workload.model_fields_set
+        ):
+            raise UserInputError(
+                "--prefix-hit-rate: the scenario file gives prefix_cache_hit_rate", hint=_ONE_SOURCE
+            )
+        probe = {"scenario": "single", "input_tokens": 1, "output_tokens": 1, "prefix_cache_hit_rate": hit}
+        _flag_checked(Workload, probe, "workload")
+        if sc.workload is not None:
+            update["workload"] = sc.workload.model_copy(update={"prefix_cache_hit_rate": hit})
+        else:  # a trace gives every request: the simulator's own field
+            update["simulation"] = sc.simulation.model_copy(update={"prefix_cache_hit_rate": hit})
+    return sc.model_copy(update=update) if update else sc
+
+
+_CheckedT = TypeVar("_CheckedT", SpeculativeSection, Workload)
+
+
+def _flag_checked(kind: type[_CheckedT], data: dict[str, Any], section: str) -> _CheckedT:
+    """``data`` validated as ``kind``; an error names the flag of the field it is about."""
+    try:
+        return kind.model_validate(data)
+    except ValidationError as exc:
+        names = {path.removeprefix(f"{section}."): flag for path, flag in FEATURE_FLAG_FIELDS.items()}
+        raise UserInputError(describe_validation_error(exc, names=names)) from None

@@ -37,7 +37,7 @@ from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, Requests, Workloa
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
-from gpuplan.usecases.resolve import deployment_gpu, deployment_layout
+from gpuplan.usecases.resolve import deployment_gpu, deployment_layout, prefix_hit_rate
 
 CAPACITY_SEARCH_MAX_REQUESTS = 4000
 """Requests per probe of the capacity bisection: enough for a steady P99, bounded in time."""
@@ -267,7 +267,9 @@ def _replica(
     )
 
 
-def request_cycle_s(replica: ReplicaModel, spec: WorkloadSpec, replicas: int) -> float:
+def request_cycle_s(
+    replica: ReplicaModel, spec: WorkloadSpec, replicas: int, *, prefix_hit_rate: float = 0.0
+) -> float:
     """One client's request cycle (E2E) in the analytic closed loop of ``spec``'s clients spread over
     ``replicas``, by Little's law: the ramp that starts them evenly spread (``ArrivalSpec.ramp_up_s``)."""
     clients = spec.arrival.concurrency or 1
@@ -276,6 +278,7 @@ def request_cycle_s(replica: ReplicaModel, spec: WorkloadSpec, replicas: int) ->
         input_tokens=max(round(spec.input_tokens.mean_tokens), 0),
         output_tokens=max(round(spec.output_tokens.mean_tokens), 1),
         concurrency=max(clients / replicas, 1.0),
+        prefix_cache_hit_rate=min(prefix_hit_rate, 0.999),
     )
     tokens_per_s = replica.run(loop)[2]
     return (loop.concurrency or 1.0) * loop.output_tokens / tokens_per_s if tokens_per_s > 0 else 0.0
@@ -334,14 +337,16 @@ def simulate_scenario(
     plan = traffic(sc, trace, dep.layout.replicas)
     requests = _requests(plan, trace)
     replica = _replica(sc, dep, requests, cal)
+    hit = prefix_hit_rate(sc)  # the workload's (or the simulation section's own)
     if plan.default_ramp:
-        ramp_s = request_cycle_s(replica, plan.spec, dep.layout.replicas)
+        ramp_s = request_cycle_s(replica, plan.spec, dep.layout.replicas, prefix_hit_rate=hit)
         requests = dataclasses.replace(requests, closed_loop_ramp_s=ramp_s)
-    result = simulate(replica, requests, sc.simulation, progress=progress)
+    run_config = sc.simulation.model_copy(update={"prefix_cache_hit_rate": hit})
+    result = simulate(replica, requests, run_config, progress=progress)
     summary = summarise(result, slo=sc.sla, warmup_fraction=sc.simulation.warmup_fraction)
     capacity = None
     if sc.capacity_search:
-        config = sc.simulation.model_copy(update={"record_timeline": False})
+        config = run_config.model_copy(update={"record_timeline": False})
         spec = plan.spec
         probe = spec.model_copy(update={"num_requests": min(spec.num_requests, CAPACITY_SEARCH_MAX_REQUESTS)})
         capacity = max_rate_under_slo(replica, probe, sc.sla, config)

@@ -31,6 +31,7 @@ from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
 from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
 from gpuplan.core.perf.kv_transfer import KvTransport
+from gpuplan.core.perf.speculative import MAX_DRAFT_TOKENS, SpecMethod
 from gpuplan.core.recommend.request import LAYOUT_KINDS, LayoutKind
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sla import MEAN_LIMITS, P99_LIMITS, Sla, refuse_unchecked
@@ -86,6 +87,22 @@ class PricesSection(FiniteModel):
     )
 
 
+class SpeculativeSection(FiniteModel):
+    """Speculative decoding (``core/perf/speculative.py``): k and α default to the method's published
+    figures; ``draft_model`` (an id, resolved like ``model``) only for method ``draft``."""
+
+    method: SpecMethod
+    draft_tokens: int | None = Field(default=None, ge=1, le=MAX_DRAFT_TOKENS)
+    acceptance_rate: float | None = Field(default=None, gt=0, lt=1)
+    draft_model: str | None = None
+
+    @model_validator(mode="after")
+    def _draft_model_iff_draft(self) -> SpeculativeSection:
+        if (self.method == "draft") != (self.draft_model is not None):
+            raise ValueError("draft_model is required with method 'draft' and only with it")
+        return self
+
+
 class DeploymentDocument(FiniteModel):
     """The sections every serving document shares (predict/recommend and simulate scenarios)."""
 
@@ -96,6 +113,7 @@ class DeploymentDocument(FiniteModel):
     engine: str = "vllm"
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
+    speculative: SpeculativeSection | None = None
 
 
 class ServingDocument(DeploymentDocument):

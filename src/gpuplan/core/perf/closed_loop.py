@@ -19,12 +19,15 @@ from functools import cached_property
 from typing import NamedTuple
 
 from gpuplan.core.perf.memory import InferenceMemory
+from gpuplan.core.perf.prefix_cache import computed_prompt_tokens
 from gpuplan.core.perf.roofline import StepModel
 from gpuplan.core.perf.scenarios import (
+    lone_prefill_s,
     mean_context,
     own_prefill_s,
     prefill_share_s,
     prompt_chunks,
+    prompt_shape,
     replica_capacity,
 )
 from gpuplan.core.workload import Workload
@@ -44,10 +47,10 @@ def run_concurrency(step: StepModel, mem: InferenceMemory, w: Workload) -> tuple
     if w.output_tokens == 1 and clients > 1:  # prefill-only requests: nothing decodes, prompts pack
         share_s = prefill_share_s(step, mem, w, running)
         rate = 1.0 / (share_s if share_s > 0 else decode)
-        ttft = max((running + 1.0) / 2.0 * share_s, step.lone_prefill_s(w.input_tokens))
+        ttft = max((running + 1.0) / 2.0 * share_s, lone_prefill_s(step, w))
         return ttft + (clients - running) / rate, decode, rate, running
     if w.input_tokens > 0:
-        own = own_prefill_s(step, w, running, step.lone_prefill_s(w.input_tokens))
+        own = own_prefill_s(step, w, running, lone_prefill_s(step, w))
         marginal = max(own - prompt_chunks(step, w) * decode, 0.0) if running > 1.0 else own
     else:  # no prompt: the first token is a decode step (as ``single`` prices a decode-speed test)
         own, marginal = decode, 0.0
@@ -80,16 +83,13 @@ def _prompt_budget(step: StepModel, w: Workload, running: float) -> _Budget | No
     wait. The longest step is a full chunk beside all ``running`` decodes. None without a prompt."""
     if w.input_tokens <= 0:
         return None
-    chunk = min(float(step.prefill_step_tokens), running * w.input_tokens)
-    decoding = min(running, max(chunk * max(w.output_tokens - 1, 0) / w.input_tokens, 1.0))
-    context = mean_context(w)
-    full_step_s = step.step_s(
-        batch=decoding, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens
-    )
-    longest_s = step.step_s(
-        batch=running, context=context, prefill_tokens=chunk, prompt_tokens=w.input_tokens
-    )
-    return _Budget(chunk / w.input_tokens / full_step_s, full_step_s, longest_s)
+    own = computed_prompt_tokens(w)  # the prompt tokens the budget admits: the uncached ones
+    chunk = min(float(step.prefill_step_tokens), running * own)
+    decoding = min(running, max(chunk * max(w.output_tokens - 1, 0) / own, 1.0))
+    context, shape = mean_context(w), prompt_shape(w)
+    full_step_s = step.step_s(batch=decoding, context=context, prefill_tokens=chunk, **shape)
+    longest_s = step.step_s(batch=running, context=context, prefill_tokens=chunk, **shape)
+    return _Budget(chunk / own / full_step_s, full_step_s, longest_s)
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,9 @@ def _busy_replicas(w: Workload, replicas: int) -> float:
 
 def decode_bound(step: StepModel, running: float) -> Literal["memory", "compute"]:
     """Which roofline limits the decode step's GEMMs at this batch (for explanations)."""
-    flops = running * step.matmul_flops_per_token / step.layout.gpus_per_replica
+    spec = step.layout.speculative  # a verify step runs k + 1 tokens per sequence
+    flops = running * (1 if spec is None else spec.queries) * step.matmul_flops_per_token
+    flops /= step.layout.gpus_per_replica
     t_compute = flops / step.gemm_flops_per_s
     t_memory = step.dense_weight_bytes / step.bytes_per_s
     return "compute" if t_compute > t_memory else "memory"

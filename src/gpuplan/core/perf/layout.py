@@ -24,6 +24,7 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE, GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_profiles import VLLM, EngineName, EngineProfile, get_engine
+from gpuplan.core.perf.speculative import Speculative
 
 TRTLLM_ENGINE: EngineName = "trtllm"
 """The engine whose FP4 means NVIDIA ModelOpt NVFP4 checkpoints (see :meth:`Layout.resolved_kv_dtype`)."""
@@ -96,6 +97,9 @@ class Layout(FrozenModel):
     engine: EngineByName = Field(default=VLLM, json_schema_extra={"default": VLLM.name})
     engine_version: str | None = Field(default=None, description="e.g. '0.10.1'; 'v0' for vLLM's V0 engine")
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    speculative: Speculative | None = Field(
+        default=None, description="speculative decoding (core/perf/speculative.py); None = off"
+    )
 
     @property
     def gpus_per_replica(self) -> int:

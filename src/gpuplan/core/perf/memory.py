@@ -238,6 +238,19 @@ def recurrent_state_bytes_per_gpu(model: ModelSpec, *, tp: int, pp: int) -> floa
     return model.recurrent_state_bytes / (tp * pp)
 
 
+def proposer_bytes_per_gpu(model: ModelSpec, layout: Layout) -> tuple[float, float]:
+    """(weight bytes, KV bytes per token) on one GPU of the speculative proposer (``perf/speculative.py``):
+    a draft model whole, an MTP/EAGLE layer without the embedding and LM head it shares with the
+    target; at the target's weight and KV dtypes and TP. (0, 0) without a GPU proposer."""
+    spec = layout.speculative
+    draft = None if spec is None else spec.proposer(model)
+    if spec is None or draft is None:
+        return 0.0, 0.0
+    parts = weight_bytes_per_gpu(draft, weight_dtype=layout.weight_dtype, tp=layout.tp)
+    weights = parts.dense_linear + parts.routed_experts if spec.shares_embeddings else parts.total
+    return weights, kv_bytes_per_token_per_gpu(draft, kv_dtype=layout.resolved_kv_dtype, tp=layout.tp)
+
+
 def inference_memory(
     model: ModelSpec, gpu: GpuSpec, layout: Layout, *, max_model_len: int | None = None
 ) -> InferenceMemory:
@@ -254,14 +267,15 @@ def inference_memory(
     if is_vllm_v0(engine, layout.engine_version):
         whole_prompts = unchunked_prefill_tokens(engine=engine, version=layout.engine_version, model=model)
         max_seqs, batched = engine.max_num_seqs, whole_prompts or vllm_v0_batched_tokens(context)
-    weights = layout_weight_bytes(model, layout).total
+    draft_weights, draft_kv = proposer_bytes_per_gpu(model, layout)
+    weights = draft_weights + layout_weight_bytes(model, layout).total
     activation = activation_peak_bytes(model, batched_tokens=batched, max_seqs=max_seqs, tp=layout.tp)
     overhead = runtime_overhead_bytes(engine=engine, tp=layout.tp, pp=layout.pp)
     pool = _kv_pool(
         engine.name, usable=usable, util=util, weights=weights, activation=activation, overhead=overhead
     )
     per_token, tokens, concurrency = _kv_capacity(
-        model, layout, engine, pool_bytes=pool, context_tokens=context, batched_tokens=batched
+        model, layout, engine, pool_bytes=pool, context_tokens=context, batched_tokens=batched, extra=draft_kv
     )
     return InferenceMemory(
         usable_bytes=usable,
@@ -286,14 +300,16 @@ def _kv_capacity(
     pool_bytes: float,
     context_tokens: int,
     batched_tokens: int,
+    extra: float = 0.0,
 ) -> tuple[float, int, float]:
     """(KV bytes per token per GPU, tokens the pool holds in whole blocks, full-length requests it
     holds); a model without KV (per-token cost 0) holds no tokens and unbounded requests. Every
     attention-DP rank holds its own requests' KV in its own pool, so the replica holds
-    ``attention_dp`` times one GPU's tokens and requests."""
+    ``attention_dp`` times one GPU's tokens and requests. ``extra``: a speculative proposer's KV bytes
+    per token, held beside the target's."""
     kv_dtype = layout.resolved_kv_dtype
-    per_token = kv_bytes_per_token_per_gpu(model, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
-    per_seq = kv_bytes_per_sequence_at_len(
+    per_token = extra + kv_bytes_per_token_per_gpu(model, kv_dtype=kv_dtype, tp=layout.tp, pp=layout.pp)
+    per_seq = extra * context_tokens + kv_bytes_per_sequence_at_len(
         model,
         tokens=context_tokens,
         kv_dtype=kv_dtype,

@@ -36,6 +36,7 @@ from gpuplan.core.dtypes import DType
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf import speculative
 from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, unchunked_prefill_tokens
 from gpuplan.core.perf.engine_releases import is_mla_moe, release_line
 from gpuplan.core.perf.expert_parallel import allreduce_group, alltoall_terms_s, imbalance_factor
@@ -46,64 +47,11 @@ from gpuplan.core.perf.memory import (
     recurrent_state_bytes_per_gpu,
     usable_memory_bytes,
 )
-from gpuplan.core.units import GIB, TFLOPS
+from gpuplan.core.perf.peaks import compute_peak_flops, power_cap, sixteen_bit_peak_flops, tp_link
+from gpuplan.core.units import GIB
 
-LOW_PRECISION_KEYS = frozenset({"fp8", "int8", "fp4"})
 ALLREDUCES_PER_LAYER = 2
 """Megatron TP: one all-reduce after attention, one after the MLP (Shoeybi et al. 2019, §3)."""
-
-
-def compute_peak_flops(gpu: GpuSpec, weight_dtype: DType) -> tuple[float, bool]:
-    """Dense peak (FLOP/s) of the GEMM path for ``weight_dtype`` and whether it is a low-precision path."""
-    for key in (weight_dtype.compute_key, weight_dtype.fallback_compute_key, "fp16"):
-        value = gpu.tflops(key)
-        if value is not None:
-            return value * TFLOPS, key in LOW_PRECISION_KEYS
-    return gpu.dense_tflops.fp32 * TFLOPS, False
-
-
-def sixteen_bit_peak_flops(gpu: GpuSpec) -> float:
-    """Dense 16-bit tensor peak: attention (softmax(QK^T)V) runs in 16 bits in every engine here."""
-    return gpu.sixteen_bit_tflops * TFLOPS
-
-
-def power_limited_fraction(gpu: GpuSpec) -> float:
-    """Share of the spec tensor peak a power-capped board could hold in long GEMMs, before the fitted
-    exponent (``Calibration.power_limit_exponent``) softens it.
-
-    At the GEMM-saturating regime board power ~ FLOP rate x energy per FLOP, and energy per FLOP is a
-    property of the die, so the same-die sibling that runs its spec peak within its TDP
-    (``GpuSpec.power_reference``, the SXM board) fixes it. A board with TDP ``P`` and spec peak ``F``
-    then sustains at most ``(P / P_ref) / (F / F_ref)`` of ``F`` (H100-NVL: (400/700) / (835.5/989.5)
-    = 0.68; A100-80GB-PCIe: 300/400 = 0.75). Lower clocks also lower the voltage, so the real loss is
-    smaller than this linear bound: the exponent, fitted on the PCIe/NVL rows, says how much.
-    """
-    ref = gpu.power_reference
-    if ref is None or gpu.tdp_watts is None:
-        return 1.0
-    return min(1.0, (gpu.tdp_watts / ref.tdp_watts) / (gpu.sixteen_bit_tflops / ref.bf16_tflops))
-
-
-def power_cap(gpu: GpuSpec, exponent: float) -> float:
-    """The fitted share of the spec tensor peak a board holds: ``power_limited_fraction ** exponent``
-    (``Calibration.power_limit_exponent``); 1 for boards that are not power-capped."""
-    return float(power_limited_fraction(gpu) ** exponent)
-
-
-PCIE_GEN3_BYTES_PER_S = 32e9
-"""Fallback host link (PCIe 3.0 x16, bidirectional) when the catalog gives none."""
-
-
-def tp_link(gpu: GpuSpec, tp: int) -> tuple[str, float]:
-    """(link kind, one-direction bytes/s) carrying TP traffic: the scale-up fabric when the TP group
-    fits in its domain (NVLink bridges join only 2-4 GPUs), else PCIe."""
-    ic = gpu.interconnect
-    if tp <= ic.scale_up_domain_gpus and ic.scale_up_bytes_per_s > 0 and ic.scale_up != "pcie":
-        return (
-            "nvlink" if ic.scale_up.startswith("nvlink") or ic.scale_up == "c2c" else ic.scale_up,
-            ic.scale_up_bytes_per_s / 2,
-        )
-    return "pcie", (ic.pcie_bytes_per_s or PCIE_GEN3_BYTES_PER_S) / 2
 
 
 def _line_name(engine: str, version: str | None) -> str | None:
@@ -148,6 +96,9 @@ class StepModel:
     """Busiest expert-parallel rank's routed work over the mean (``expert_parallel.imbalance_factor``)."""
     alltoall_terms_s: tuple[float, float] = (0.0, 0.0)
     """(fixed, per token) seconds of a stage's MoE dispatches and combines (``expert_parallel``)."""
+    proposer: StepModel | None = None
+    """The speculative proposer's own step model (a draft model, or one MTP/EAGLE layer), built on the
+    same GPUs and TP without speculation; None without speculation or for ``ngram``."""
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -170,6 +121,7 @@ class StepModel:
         link = link_bw * cal.link_efficiency
         ep_link_bw = tp_link(gpu, min(layout.ep, gpu.interconnect.node_gpus))[1] * cal.link_efficiency
         ranks = layout.attention_dp  # each attention-DP rank schedules and prefills its own requests
+        draft = None if layout.speculative is None else layout.speculative.proposer(model)
         return cls(
             model=model,
             gpu=gpu,
@@ -195,6 +147,7 @@ class StepModel:
             routed_flops_per_token=arith.routed_flops_per_token(model),
             expert_imbalance=imbalance_factor(layout),
             alltoall_terms_s=alltoall_terms_s(model, gpu, layout, intra_bytes_per_s=ep_link_bw),
+            proposer=None if draft is None else cls.build(draft, gpu, speculative.own_layout(layout), cal),
         )
 
     @property
@@ -270,35 +223,69 @@ class StepModel:
         return gemm_s + (kv_s if kv_s >= attn_s else attn_s) + self._comm_s(tokens)
 
     def decode_s(self, *, batch: float, context: float) -> float:
-        """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token."""
+        """One decode step: every one of ``batch`` sequences (mean context ``context``) emits a token.
+        With speculative decoding, the time per emitted token: a verify pass of k + 1 tokens per
+        sequence and k proposer passes, over τ (``perf/speculative.py``)."""
+        spec = self.layout.speculative
+        if spec is None:
+            return self._decode_pass_s(batch, context, 1)
+        verify_s = self._decode_pass_s(batch, context, spec.queries)
+        return speculative.per_token_s(
+            spec, verify_s=verify_s, proposer_pass_s=self._proposer_s(batch, context)
+        )
+
+    def _decode_pass_s(self, batch: float, context: float, queries: int) -> float:
+        """One pass over ``queries`` new tokens of each of ``batch`` sequences: weights stream once, each
+        sequence's KV is read once, GEMM and attention math scale with the tokens."""
         pp = self.layout.pp
         micro = max(batch / pp, 1.0)
         ctx = max(int(context), 1)
+        tokens = micro * queries
         stage = self._stage_s(
-            micro,
-            micro * self.matmul_flops_per_token,
-            micro * self._cached("attn", ctx),
+            tokens,
+            tokens * self.matmul_flops_per_token,
+            tokens * self._cached("attn", ctx),
             micro * self._cached("kv", ctx),
         )
         return pp * stage + self.overhead_s
 
-    def prefill_s(self, *, tokens: float, prompt_tokens: float) -> float:
-        """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each."""
-        gemm = self._prefill_gemm_flops(tokens, prompt_tokens)
-        stage = self._stage_s(tokens, gemm, self._prefill_attention_flops(tokens, prompt_tokens), 0.0)
-        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s
+    def _proposer_s(self, batch: float, context: float) -> float:
+        """One proposer pass at this batch, without the host step overhead (it runs inside the step)."""
+        draft = self.proposer
+        return 0.0 if draft is None else draft.decode_s(batch=batch, context=context) - draft.overhead_s
 
-    def lone_prefill_s(self, prompt_tokens: int) -> float:
-        """One prompt alone, split into steps of at most ``prefill_step_tokens`` (vLLM chunked prefill,
-        TensorRT-LLM max_num_tokens), each a pass over the weights; memoised per prompt length."""
-        if prompt_tokens <= 0:
+    def _proposer_prefill_s(self, tokens: float, prompt_tokens: float, cached_tokens: float) -> float:
+        """The proposer's share of a prefill step (it builds its own KV over the prompt)."""
+        draft = self.proposer
+        if draft is None or tokens <= 0:
             return 0.0
-        key = ("lone", prompt_tokens)
+        step_s = draft.prefill_s(tokens=tokens, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens)
+        return step_s - draft.overhead_s - draft.prefill_launch_s
+
+    def prefill_s(self, *, tokens: float, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+        """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each, of
+        which ``cached_tokens`` per prompt were found in the prefix cache (computed: the rest, attending
+        over the whole prompt)."""
+        gemm = self._prefill_gemm_flops(tokens, prompt_tokens - cached_tokens)
+        attn = self._prefill_attention_flops(tokens, prompt_tokens, cached_tokens)
+        stage = self._stage_s(tokens, gemm, attn, 0.0)
+        extra_s = self._proposer_prefill_s(tokens, prompt_tokens, cached_tokens)
+        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s + extra_s
+
+    def lone_prefill_s(self, prompt_tokens: int, cached_tokens: int = 0) -> float:
+        """One prompt alone, split into steps of at most ``prefill_step_tokens`` (vLLM chunked prefill,
+        TensorRT-LLM max_num_tokens), each a pass over the weights; the first ``cached_tokens`` come from
+        the prefix cache, so only the rest is computed. Memoised per prompt length."""
+        computed = prompt_tokens - cached_tokens
+        if computed <= 0:
+            return 0.0
+        key = ("lone", prompt_tokens) if not cached_tokens else (f"lone@{cached_tokens}", prompt_tokens)
         if key not in self._memo:
             step_tokens = self.prefill_step_tokens
-            full, rest = divmod(prompt_tokens, max(step_tokens, 1))
-            time_s = full * self.prefill_s(tokens=step_tokens, prompt_tokens=prompt_tokens) if full else 0.0
-            rest_s = self.prefill_s(tokens=rest, prompt_tokens=prompt_tokens) if rest else 0.0
+            full, rest = divmod(computed, max(step_tokens, 1))
+            shape = {"prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens}
+            time_s = full * self.prefill_s(tokens=step_tokens, **shape) if full else 0.0
+            rest_s = self.prefill_s(tokens=rest, **shape) if rest else 0.0
             self._memo[key] = time_s + rest_s
         return self._memo[key]
 
@@ -308,30 +295,65 @@ class StepModel:
         head = self.lm_head_flops_per_token
         return tokens * (self.matmul_flops_per_token - head) + tokens / max(prompt_tokens, 1.0) * head
 
-    def _prefill_attention_flops(self, tokens: float, prompt_tokens: float) -> float:
-        """Attention FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens`` (causal)."""
-        prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
-        total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
-        return max(total - tokens * self.matmul_flops_per_token, 0.0)
+    def _prefill_attention_flops(
+        self, tokens: float, prompt_tokens: float, cached_tokens: float = 0.0
+    ) -> float:
+        """Attention FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens`` (causal); with
+        ``cached_tokens`` of each prompt cached, the computed tokens are its last ones, which attend
+        over the cached prefix too: Σ attention(i) for i = cached + 1 .. prompt."""
+        if cached_tokens <= 0:
+            prompts = max(tokens / max(prompt_tokens, 1.0), 1e-9)
+            total = prompts * self._cached("prefill", max(int(prompt_tokens), 1))
+            return max(total - tokens * self.matmul_flops_per_token, 0.0)
+        prompts = max(tokens / max(prompt_tokens - cached_tokens, 1.0), 1e-9)
+        return max(prompts * (self._attention_upto(prompt_tokens) - self._attention_upto(cached_tokens)), 0.0)
 
-    def step_s(self, *, batch: float, context: float, prefill_tokens: float, prompt_tokens: float) -> float:
+    def _attention_upto(self, tokens: float) -> float:
+        """Causal attention FLOPs of prefilling ``tokens`` from scratch: Σ attention(i), i = 1 .. tokens."""
+        whole = max(int(tokens), 1)
+        return self._cached("prefill", whole) - whole * self.matmul_flops_per_token
+
+    def step_s(
+        self,
+        *,
+        batch: float,
+        context: float,
+        prefill_tokens: float,
+        prompt_tokens: float,
+        cached_tokens: float = 0.0,
+    ) -> float:
         """One engine step: ``batch`` decode tokens (mean context ``context``) plus a prefill chunk of
-        ``prefill_tokens`` from prompts of ``prompt_tokens`` each, sharing one pass over the weights.
+        ``prefill_tokens`` from prompts of ``prompt_tokens`` each (``cached_tokens`` of each from the
+        prefix cache), sharing one pass over the weights.
 
         Decode sequences are split into ``pp`` micro-batches; a prefill chunk crosses the stages whole.
-        With no prefill it is ``decode_s``, with no decodes ``prefill_s``.
+        With no prefill it is ``decode_s``, with no decodes ``prefill_s``. With speculative decoding it
+        is one emitted token's share of the verify step plus the chunk's marginal time
+        (``perf/speculative.py``).
         """
+        shape = {"prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens}
         if prefill_tokens <= 0:
             return self.decode_s(batch=batch, context=context)
         if batch <= 0:
-            return self.prefill_s(tokens=prefill_tokens, prompt_tokens=prompt_tokens)
+            return self.prefill_s(tokens=prefill_tokens, **shape)
+        queries = 1 if (spec := self.layout.speculative) is None else spec.queries
         pp = self.layout.pp
         micro = max(batch / pp, 1.0)
         ctx = max(int(context), 1)
         stage = self._stage_s(
-            micro + prefill_tokens,
-            micro * self.matmul_flops_per_token + self._prefill_gemm_flops(prefill_tokens, prompt_tokens),
-            micro * self._cached("attn", ctx) + self._prefill_attention_flops(prefill_tokens, prompt_tokens),
+            micro * queries + prefill_tokens,
+            micro * queries * self.matmul_flops_per_token
+            + self._prefill_gemm_flops(prefill_tokens, prompt_tokens - cached_tokens),
+            micro * queries * self._cached("attn", ctx)
+            + self._prefill_attention_flops(prefill_tokens, prompt_tokens, cached_tokens),
             micro * self._cached("kv", ctx),
         )
-        return pp * stage + self.overhead_s + self.prefill_launch_s
+        mixed_s = pp * stage + self.overhead_s + self.prefill_launch_s
+        if spec is None:
+            return mixed_s
+        chunk_s = mixed_s - self._decode_pass_s(batch, context, queries)
+        return (
+            self.decode_s(batch=batch, context=context)
+            + chunk_s
+            + self._proposer_prefill_s(prefill_tokens, **shape)
+        )

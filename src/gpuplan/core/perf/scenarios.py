@@ -23,6 +23,7 @@ import math
 
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.perf.memory import InferenceMemory
+from gpuplan.core.perf.prefix_cache import cached_prompt_tokens, computed_prompt_tokens
 from gpuplan.core.perf.roofline import StepModel
 from gpuplan.core.workload import Workload
 
@@ -47,11 +48,24 @@ def replica_capacity(step: StepModel, mem: InferenceMemory, w: Workload) -> floa
 
 
 def prefill_share_s(step: StepModel, mem: InferenceMemory, w: Workload, running: float) -> float:
-    """Prefill time of one prompt when prompts are packed into chunks of max batched tokens."""
+    """Prefill time of one prompt when prompts are packed into chunks of max batched tokens (only its
+    uncached tokens are computed, ``perf/prefix_cache.py``)."""
     if w.input_tokens == 0:
         return 0.0
-    tokens = min(float(step.prefill_step_tokens), max(running * w.input_tokens, float(w.input_tokens)))
-    return step.prefill_s(tokens=tokens, prompt_tokens=w.input_tokens) * w.input_tokens / tokens
+    own = computed_prompt_tokens(w)
+    tokens = min(float(step.prefill_step_tokens), max(running * own, float(own)))
+    shape = prompt_shape(w)
+    return step.prefill_s(tokens=tokens, **shape) * own / tokens
+
+
+def prompt_shape(w: Workload) -> dict[str, float]:
+    """The prompt arguments of the step model's prefill terms: the whole prompt and its cached share."""
+    return {"prompt_tokens": float(w.input_tokens), "cached_tokens": float(cached_prompt_tokens(w))}
+
+
+def lone_prefill_s(step: StepModel, w: Workload) -> float:
+    """One request's prompt alone, in chunks, its cached prefix skipped."""
+    return step.lone_prefill_s(w.input_tokens, cached_prompt_tokens(w))
 
 
 def own_prefill_s(step: StepModel, w: Workload, running: float, alone: float) -> float:
@@ -60,16 +74,16 @@ def own_prefill_s(step: StepModel, w: Workload, running: float, alone: float) ->
     is exactly the single-request prefill (``alone``), and it never shrinks as the load grows."""
     if running <= 1.0 or w.input_tokens <= 0:
         return alone
-    chunk = min(w.input_tokens, max(step.prefill_step_tokens, 1))
+    chunk = min(computed_prompt_tokens(w), max(step.prefill_step_tokens, 1))
     mixed = prompt_chunks(step, w) * step.step_s(
-        batch=running, context=mean_context(w), prefill_tokens=chunk, prompt_tokens=w.input_tokens
+        batch=running, context=mean_context(w), prefill_tokens=chunk, **prompt_shape(w)
     )
     return max(alone, mixed)
 
 
 def prompt_chunks(step: StepModel, w: Workload) -> int:
     """Steps one prompt's prefill spans: chunks of at most the engine's max batched tokens."""
-    return math.ceil(w.input_tokens / max(step.prefill_step_tokens, 1))
+    return math.ceil(computed_prompt_tokens(w) / max(step.prefill_step_tokens, 1))
 
 
 def step_boundary_wait_s(running: float, step_s: float) -> float:
@@ -79,7 +93,7 @@ def step_boundary_wait_s(running: float, step_s: float) -> float:
 
 
 def run_single(step: StepModel, mem: InferenceMemory, w: Workload) -> tuple[float, float, float, float]:
-    ttft = step.lone_prefill_s(w.input_tokens)  # in chunks, as the engine (and the simulator) runs it
+    ttft = lone_prefill_s(step, w)  # in chunks, as the engine (and the simulator) runs it
     tpot = step.decode_s(batch=1, context=mean_context(w))
     e2e = ttft + max(w.output_tokens - 1, 0) * tpot
     rate = 1.0 / tpot if w.input_tokens == 0 else w.output_tokens / max(e2e, 1e-12)
@@ -100,7 +114,8 @@ def run_static_batch(step: StepModel, mem: InferenceMemory, w: Workload) -> tupl
                 f"does not fit one replica: the memory left after the weights holds {math.floor(fits):,}",
                 hint="lower batch_size, add replicas or GPUs (tp), or use an fp8 KV cache",
             )
-    ttft = step.prefill_s(tokens=batch * max(w.input_tokens, 1), prompt_tokens=max(w.input_tokens, 1))
+    shape = prompt_shape(w) | {"prompt_tokens": float(max(w.input_tokens, 1))}
+    ttft = step.prefill_s(tokens=batch * max(computed_prompt_tokens(w), 1), **shape)
     tpot = step.decode_s(batch=batch, context=mean_context(w))
     e2e = ttft + max(w.output_tokens - 1, 0) * tpot
     return ttft, tpot, batch * w.output_tokens / e2e, batch
@@ -126,7 +141,7 @@ def run_rate(step: StepModel, mem: InferenceMemory, w: Workload) -> tuple[float,
     """Open-loop steady state (module docstring); returns inf latencies when the replica is overloaded."""
     rate = w.rate_rps or 0.0
     cap = replica_capacity(step, mem, w)
-    alone = step.lone_prefill_s(w.input_tokens)
+    alone = lone_prefill_s(step, w)
     running, busy, tpot = 1.0, 0.0, 0.0
     for _ in range(FIXED_POINT_ITERATIONS):  # TTFT is a small share of E2E: iterate on the lone prefill
         prefill = prefill_share_s(step, mem, w, max(running, 1.0))

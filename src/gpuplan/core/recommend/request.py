@@ -20,6 +20,7 @@ from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import InferenceMemory
+from gpuplan.core.perf.speculative import Speculative
 from gpuplan.core.pricing import PriceBasis, PriceQuote
 from gpuplan.core.units import GIB
 from gpuplan.core.workload import Workload
@@ -38,6 +39,7 @@ class SearchSpace(FrozenModel):
     tp_options: tuple[int, ...] = (1, 2, 4, 8)
     pp_options: tuple[int, ...] = (1, 2, 4, 8)
     engine: str = "vllm"
+    speculative: Speculative | None = Field(default=None, description="speculative decoding of every layout")
     max_usd_per_hour: float | None = Field(default=None, gt=0)
     headroom: float = Field(
         default=0.85,

@@ -78,7 +78,9 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
             for pp in sorted(space.pp_options):
                 if tp * pp > space.max_gpus:
                     continue
-                layout = Layout(tp=tp, pp=pp, weight_dtype=dtype, engine=space.engine)
+                layout = Layout(
+                    tp=tp, pp=pp, weight_dtype=dtype, engine=space.engine, speculative=space.speculative
+                )
                 try:
                     check_layout(model, gpu, layout)
                 except GpuplanError:

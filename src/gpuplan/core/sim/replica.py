@@ -126,13 +126,22 @@ class Replica:
             return self.times.decode_s(n_dec, context)
         tokens = 0
         weighted = 0
+        cached = 0
         for rid, take in chunk:
             tokens += take
             weighted += take * (self.book.inp[rid] + self.book.gen[rid])
+            cached += take * self._cached(rid)
         prompt = max(round(weighted / tokens), 1)
+        hit = min(round(cached / tokens), prompt - 1)
         if not n_dec:
-            return self.times.prefill_s(tokens, prompt)
-        return self.times.mixed_s(n_dec, context, tokens, prompt)
+            return self.times.prefill_s(tokens, prompt, hit)
+        return self.times.mixed_s(n_dec, context, tokens, prompt, hit)
+
+    def _cached(self, rid: int) -> int:
+        """Prompt tokens of a request found in the prefix cache: on first admission only (a recompute
+        after preemption prefills its whole context, ``_prefill_work``)."""
+        b = self.book
+        return 0 if b.gen[rid] or not self.lim.hit_rate else b.inp[rid] - self._prefill_work(rid)
 
     def _tokens(self, rid: int) -> int:
         """KV tokens a request holds when admitted (prompt + generated so far, or its whole context)."""

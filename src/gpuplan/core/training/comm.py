@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.hardware import GpuSpec
-from gpuplan.core.perf.roofline import tp_link
+from gpuplan.core.perf.peaks import tp_link
 
 
 @dataclass(frozen=True)

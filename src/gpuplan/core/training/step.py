@@ -26,7 +26,7 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.arith import routed_flops_per_token
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.roofline import power_cap
+from gpuplan.core.perf.peaks import power_cap
 from gpuplan.core.training import comm, moe
 from gpuplan.core.training.flops import (
     executed_flops_per_token,

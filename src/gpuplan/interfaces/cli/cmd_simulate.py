@@ -20,10 +20,12 @@ from gpuplan.core.errors import UserInputError
 from gpuplan.core.sim.capacity import CapacityResult
 from gpuplan.core.sim.metrics import SimSummary, per_request_s
 from gpuplan.core.sim.simulator import SimResult
+from gpuplan.interfaces.cli import feature_flags as ff
 from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.interfaces.cli.render import console, emit_json, lines, note, progress_bar, table
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases.calibration.profile import load_calibration
+from gpuplan.usecases.resolve import DeploymentFeatures, with_features
 from gpuplan.usecases.simulate import LimitCheck, read_text, simulate_scenario
 
 
@@ -38,11 +40,17 @@ def simulate_cmd(
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
+    spec_method: ff.SpecMethodOpt = None,
+    spec_tokens: ff.SpecTokensOpt = None,
+    spec_acceptance: ff.SpecAcceptanceOpt = None,
+    draft_model: ff.DraftModelOpt = None,
+    prefix_hit_rate: ff.PrefixHitRateOpt = None,
 ) -> None:
     """Simulate continuous batching on one deployment: P50-P99 latencies, throughput, goodput, KV use."""
     out_format = fmt(format)
     text = read_text(scenario, "scenario")
-    sc = parse_simulate_scenario(text, origin=str(scenario))
+    features = DeploymentFeatures(spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate)
+    sc = with_features(parse_simulate_scenario(text, origin=str(scenario)), features)
     cal = load_calibration(calibration) if calibration else None
     with progress_bar("simulating") as progress:
         outcome = simulate_scenario(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -21,7 +23,7 @@ from gpuplan.adapters.scenario_files.deployment import (
 )
 from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL, Uncertainty
 from gpuplan.core.errors import InfeasibleError, UserInputError
-from gpuplan.interfaces.cli import views
+from gpuplan.interfaces.cli import feature_flags, views
 from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
     CatalogOpt,
@@ -60,6 +62,7 @@ from gpuplan.interfaces.cli.serving_flags import (
 )
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases import fit as fit_usecase
+from gpuplan.usecases import resolve
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.predict import predict_from_scenario
 from gpuplan.usecases.pricing import scenario_price_basis
@@ -165,24 +168,28 @@ def predict(
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
     interval: IntervalOpt = DEFAULT_LEVEL,
+    spec_method: feature_flags.SpecMethodOpt = None,
+    spec_tokens: feature_flags.SpecTokensOpt = None,
+    spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
+    draft_model: feature_flags.DraftModelOpt = None,
+    prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
 ) -> None:
-    """Latency, throughput and cost of one deployment on one workload (or one training layout's step
-    time and memory, for a scenario with a ``training`` section). Reads the document simulate reads,
-    its ``workload`` only (the analytic means; ``arrival``, ``simulation`` and ``sla`` are simulate's)."""
+    """Latency, throughput and cost of one deployment on one workload (a ``training`` section: step time
+    and memory). Reads simulate's document, its ``workload`` only (``arrival``, ``simulation``, ``sla``: simulate's)."""
     text = read_scenario_text(scenario)
+    features = resolve.DeploymentFeatures(
+        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate
+    )
     if is_training_document(text):
+        refuse_flags((" by a training scenario", "drop them"), **features.given())
         predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
         return
-    sc = parse_scenario(text, origin=str(scenario), sla_limits=ALL_LIMITS)
+    sc = resolve.with_features(parse_scenario(text, origin=str(scenario), sla_limits=ALL_LIMITS), features)
     cal, sure = load_calibration(calibration) if calibration else None, uncertainty_from(interval)
     result = predict_from_scenario(sc, catalog_from(catalog), cal, uncertainty=sure)
     views.predict(result, fmt(format))
     for line in scenario_notes(text):  # after the result: an error stays the one stderr line
         note(f"{scenario}: {line}")
-
-
-TtftP99Opt = Annotated[float | None, typer.Option(help="P99 TTFT limit, ms (sized by simulation)")]
-TpotP99Opt = Annotated[float | None, typer.Option(help="P99 TPOT limit, ms (sized by simulation)")]
 
 
 @app.command()
@@ -196,8 +203,8 @@ def recommend(
     concurrency: Annotated[int | None, typer.Option(help="requests in flight")] = None,
     ttft_ms: Annotated[float | None, typer.Option(help="TTFT limit, ms")] = None,
     tpot_ms: Annotated[float | None, typer.Option(help="TPOT limit, ms")] = None,
-    ttft_p99_ms: TtftP99Opt = None,
-    tpot_p99_ms: TpotP99Opt = None,
+    ttft_p99_ms: feature_flags.TtftP99Opt = None,
+    tpot_p99_ms: feature_flags.TpotP99Opt = None,
     gpus: Annotated[str | None, typer.Option(help="comma-separated GPU ids (default: all)")] = None,
     max_gpus: Annotated[int, typer.Option(help="most GPUs in a plan")] = 64,
     dtypes: Annotated[str, typer.Option(help="weight dtypes to consider")] = "bf16,fp8,int4",
@@ -223,17 +230,49 @@ def recommend(
     kv_gbps: KvGbpsOpt = None,
     kv_overlap: KvOverlapOpt = False,
     mixed_pools: MixedPoolsOpt = False,
+    spec_method: feature_flags.SpecMethodOpt = None,
+    spec_tokens: feature_flags.SpecTokensOpt = None,
+    spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
+    draft_model: feature_flags.DraftModelOpt = None,
+    prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
-    flags = ServingFlags.of(locals())
-    basis = (provider, price_basis)
+    spec = (spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate)
+    features = resolve.DeploymentFeatures(*spec)
+    train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+    flags, sure = ServingFlags.of(locals(), features=features), uncertainty_from(interval, confidence)
+    files, basis = _Files(calibration, catalog, format, plot), (provider, price_basis)
+    _recommend_task(task, flags, train, scenario, example, files, basis, sure)
+
+
+@dataclass(frozen=True)
+class _Files:
+    """``recommend``'s calibration, catalog, output format and plot flags."""
+
+    calibration: Path | None
+    catalog: CatalogOpt
+    format: str
+    plot: Path | None
+
+
+def _recommend_task(
+    task: str,
+    flags: ServingFlags,
+    train: TrainFlags,
+    scenario: Path | None,
+    example: bool,
+    files: _Files,
+    basis: tuple[str | None, str | None],
+    sure: Uncertainty,
+) -> None:
+    """A training request (--task train|finetune) or a serving one, each refusing the other's flags."""
     if _task(task) != "infer":
-        train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
-        _recommend_training_task(task, flags, scenario, train, fmt(format), catalog, calibration, basis)
+        out = fmt(files.format)
+        _recommend_training_task(task, flags, scenario, train, out, files.catalog, files.calibration, basis)
         return
-    refuse_flags(SERVING_REQUEST, method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
-    sc, sure = _serving_scenario(example, scenario, flags), uncertainty_from(interval, confidence)
-    _recommend_serving(sc, calibration, catalog, format, plot, basis, sure)
+    refuse_flags(SERVING_REQUEST, **dataclasses.asdict(train))
+    sc = _serving_scenario(example, scenario, flags)
+    _recommend_serving(sc, files.calibration, files.catalog, files.format, files.plot, basis, sure)
 
 
 def _recommend_training_task(
@@ -248,7 +287,9 @@ def _recommend_training_task(
 ) -> None:
     """``recommend --task train|finetune``: refuse the serving flags, then rank training plans."""
     why = (f" by --task {task} (a serving request's flags)", TRAINING_FLAGS)
-    refuse_flags(why, **{n: getattr(flags, n) for n in SERVING_ONLY}, scenario=scenario)
+    refuse_flags(
+        why, **{n: getattr(flags, n) for n in SERVING_ONLY}, **flags.features.given(), scenario=scenario
+    )
     recommend_training(
         task=task, method=train.method or "full", model=flags.model, seq_len=train.seq_len, tokens=train.tokens,
         gpus=flags.gpus, global_batch=train.global_batch or TRAIN_GLOBAL_BATCH, max_gpus=flags.max_gpus,

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Annotated, Any
 
 import typer
 
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.errors import UserInputError
-from gpuplan.usecases.resolve import scenario_from_mapping
+from gpuplan.usecases import resolve
 
 LayoutsOpt = Annotated[
     str | None,
@@ -56,18 +56,21 @@ class ServingFlags:
     kv_gbps: float | None = None
     kv_overlap: bool = False
     mixed_pools: bool = False
+    features: resolve.DeploymentFeatures = field(default_factory=resolve.DeploymentFeatures)
 
     @classmethod
-    def of(cls, given: Mapping[str, Any]) -> ServingFlags:
-        """The flags of this class's names among a command's parameters (``locals()``)."""
-        return cls(**{f.name: given[f.name] for f in fields(cls)})
+    def of(cls, given: Mapping[str, Any], **extra: Any) -> ServingFlags:
+        """The flags of this class's names among a command's parameters (``locals()``), ``extra`` those
+        built from several parameters (``features``)."""
+        return cls(**{f.name: given[f.name] for f in fields(cls) if f.name not in extra}, **extra)
 
     def without_defaults(self) -> dict[str, object]:
         """The flags that have no default (so a value means the user gave it), in order; a switch
         (--kv-overlap, --mixed-pools) when it is on (None when off: not given)."""
-        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence")
+        defaulted = ("max_gpus", "dtypes", "engine", "objective", "confidence", "features")
         given = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in defaulted}
-        return {k: (v or None) if k in ("kv_overlap", "mixed_pools") else v for k, v in given.items()}
+        switches = {k: (v or None) if k in ("kv_overlap", "mixed_pools") else v for k, v in given.items()}
+        return switches | self.features.given()
 
 
 SERVING_REQUEST = (
@@ -123,7 +126,7 @@ def scenario_from_flags(f: ServingFlags) -> ScenarioFile:
         "prices": {"max_usd_per_hour": f.budget},
         "layouts": _layouts_section(f),
     }
-    return scenario_from_mapping(doc, names=RECOMMEND_FLAG_FIELDS)
+    return resolve.scenario_from_mapping(resolve.features_into(doc, f.features), names=RECOMMEND_FLAG_FIELDS)
 
 
 def _layouts_section(f: ServingFlags) -> dict[str, object]:
@@ -161,5 +164,6 @@ RECOMMEND_FLAG_FIELDS = {
     "layouts.kv_transport.gbps_per_gpu": "--kv-gbps",
     "layouts.kv_transport.overlapped": "--kv-overlap",
     "layouts.mixed_pools": "--mixed-pools",
+    **resolve.FEATURE_FLAG_FIELDS,
 }
 """The scenario field each ``recommend`` flag fills: an error names the flag the user typed."""

@@ -28,7 +28,7 @@ from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.calibration.solver import Param, with_factors
 from gpuplan.core.calibration.training import TrainingCalibration
-from gpuplan.core.perf.roofline import tp_link
+from gpuplan.core.perf.peaks import tp_link
 from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.calibration.measured_predict import (
     LOW_PRECISION,

@@ -16,7 +16,7 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.hardware import GpuSpec
-from gpuplan.core.perf.roofline import power_cap, tp_link
+from gpuplan.core.perf.peaks import power_cap, tp_link
 from gpuplan.usecases.calibration.measured_rows import ResultRow
 from gpuplan.usecases.calibration.measured_train import predict_train_tflops
 from gpuplan.usecases.validation.cases import Case

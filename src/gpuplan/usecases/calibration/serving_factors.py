@@ -16,7 +16,7 @@ from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.calibration.serving import DEFAULT_FAMILY, Calibration
 from gpuplan.core.calibration.solver import Param, exercised_factors, log_ratio, solve_log_space, with_factors
 from gpuplan.core.errors import GpuplanError
-from gpuplan.core.perf.roofline import power_limited_fraction, tp_link
+from gpuplan.core.perf.peaks import power_limited_fraction, tp_link
 from gpuplan.usecases.validation.cases import Case
 from gpuplan.usecases.validation.predict import predict_case
 

@@ -6,8 +6,8 @@ import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.core.perf.kv_transfer import TRANSFER_LATENCY_S, KvTransport, kv_transfer_s
 from gpuplan.core.dtypes import get_dtype
+from gpuplan.core.perf.kv_transfer import TRANSFER_LATENCY_S, KvTransport, kv_transfer_s
 from gpuplan.core.perf.layout import Layout
 
 LLAMA_70B = get_model("meta-llama/Llama-3.1-70B")

@@ -131,14 +131,14 @@ def test_expert_efficiency_slows_only_the_routed_part(h100: GpuSpec) -> None:
 )
 def test_power_limited_fraction_by_hand(gpu_id: str, expected: float) -> None:
     from gpuplan.adapters.catalog.loader import default_catalog
-    from gpuplan.core.perf.roofline import power_limited_fraction
+    from gpuplan.core.perf.peaks import power_limited_fraction
 
     assert power_limited_fraction(default_catalog().get_gpu(gpu_id)) == pytest.approx(expected, rel=1e-9)
 
 
 def test_power_cap_slows_gemm_math_but_not_weight_streaming(llama8b: ModelSpec) -> None:
     from gpuplan.adapters.catalog.loader import default_catalog
-    from gpuplan.core.perf.roofline import power_limited_fraction
+    from gpuplan.core.perf.peaks import power_limited_fraction
 
     nvl = default_catalog().get_gpu("H100-NVL")
     cal = default_calibration()

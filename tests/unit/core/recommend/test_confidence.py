@@ -49,7 +49,7 @@ def _rec(
     return recommend(model, offers, target, sla=SLA, cal=CAL, uncertainty=sure)
 
 
-def _counts(rec: Recommendation) -> dict[tuple[str, int, int, str, str], int]:
+def _counts(rec: Recommendation) -> dict[tuple[str, int, int, str, str, str], int]:
     return {layout_key(p): p.layout.num_gpus for p in rec.plans}
 
 
