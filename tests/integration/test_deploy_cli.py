@@ -216,3 +216,52 @@ def test_checkpoint_is_refused_for_weights_made_at_start_up(
     plan.write_text(rec.stdout, encoding="utf-8")
     line = user_error("k8s", "render", plan, "--checkpoint", "org/m-AWQ")
     assert "--checkpoint is for pre-quantised weights" in line and "the plan uses fp8" in line
+
+
+def test_render_and_apply_a_disaggregated_plan(
+    invoke: Callable[..., Any], user_error: Callable[..., str], cluster: Any, tmp_path: Path
+) -> None:
+    """Issue 20 item 4: a disaggregated recommend plan renders its two pools and a router, and the
+    router's RBAC objects apply like the rest."""
+    flags = [
+        "--model",
+        "meta-llama/Llama-3.1-70B",
+        "--gpus",
+        "H200-SXM",
+        "--rate",
+        "20",
+        "--input-tokens",
+        "8000",
+    ]
+    slo = ["--output-tokens", "500", "--tpot-ms", "20", "--ttft-ms", "2000", "--max-gpus", "512"]
+    rec = invoke("recommend", *flags, *slo, "--layouts", "disaggregated", "--format", "json")
+    assert rec.exit_code == 0, rec.stderr
+    best = json.loads(rec.stdout)["plans"][0]
+    assert best["layout_kind"] == "disaggregated"
+    plan = tmp_path / "plan.json"
+    plan.write_text(rec.stdout, encoding="utf-8")
+    out = tmp_path / "out"
+    run = invoke("k8s", "render", plan, "--engine", "sglang", "-o", out)
+    assert run.exit_code == 0, run.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "00-namespace.yaml",
+        "01-priorityclasses.yaml",
+        "10-meta-llama-llama-3-1-70b-decode.yaml",
+        "10-meta-llama-llama-3-1-70b-prefill.yaml",
+        "20-meta-llama-llama-3-1-70b-router.yaml",
+    ]
+    prefill = next(yaml.safe_load_all((out / "10-meta-llama-llama-3-1-70b-prefill.yaml").read_text()))
+    pool = best["prefill"]
+    assert prefill["spec"]["replicas"] == pool["workers"]
+    limits = prefill["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == pool["tp"] * pool["pp"]
+    run = invoke("k8s", "apply", out, "--kubeconfig", cluster.kubeconfig(tmp_path))
+    assert run.exit_code == 0, run.stderr
+    assert (
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/gpuplan/roles/meta-llama-llama-3-1-70b-router"
+        in cluster.applied
+    )
+    line = user_error("k8s", "render", plan, "--engine", "tgi")
+    assert (
+        "--engine tgi has no prefill/decode disaggregated mode" in line and "--engine vllm or sglang" in line
+    )

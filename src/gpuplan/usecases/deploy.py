@@ -12,9 +12,10 @@ from pydantic import ValidationError
 
 from gpuplan.adapters import yamltext
 from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.k8s.disaggregated import is_disaggregated, render_disaggregated
 from gpuplan.adapters.k8s.engine_args import PRE_QUANTIZED_DTYPES, Engine
 from gpuplan.adapters.k8s.manifests import Obj, render
-from gpuplan.adapters.k8s.pools import PoolDeployment, from_fleet, from_plan
+from gpuplan.adapters.k8s.pools import PoolDeployment, from_disaggregated_plan, from_fleet, from_plan
 from gpuplan.adapters.k8s.validate import schema_available, validate_schema
 from gpuplan.adapters.scenario_files.deployment import describe_validation_error
 from gpuplan.core import jsontext
@@ -74,7 +75,10 @@ def _from_recommendation(
             "this recommend plan does not record its request length (written before it did)",
             hint="pass --max-model-len (input + output tokens), or re-run recommend --format json",
         )
-    return [from_plan(rec.plans[0], rec.model, catalog, max_model_len=context, name=_slug(rec.model))]
+    plan, name = rec.plans[0], _slug(rec.model)
+    if plan.layout_kind == "disaggregated":
+        return from_disaggregated_plan(plan, rec.model, catalog, max_model_len=context, name=name)
+    return [from_plan(plan, rec.model, catalog, max_model_len=context, name=name)]
 
 
 def with_checkpoint(
@@ -115,7 +119,8 @@ def render_files(
             "and '-', at most 63, starting and ending with a letter or digit)",
             hint="e.g. --namespace gpuplan",
         )
-    files = render(pools, engine, ns=namespace, bench_image=bench_image)
+    build = render_disaggregated if is_disaggregated(pools) else render
+    files = build(pools, engine, ns=namespace, bench_image=bench_image)
     if schema_available():
         validate_schema(obj for objs in files.values() for obj in objs)
     return files

@@ -29,6 +29,13 @@ RESOURCES: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("v1", "Namespace"): ("/api/v1", "namespaces", False),
     ("v1", "Service"): ("/api/v1", "services", True),
     ("v1", "Secret"): ("/api/v1", "secrets", True),
+    ("v1", "ServiceAccount"): ("/api/v1", "serviceaccounts", True),
+    ("rbac.authorization.k8s.io/v1", "Role"): ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): (
+        "/apis/rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        True,
+    ),
     ("apps/v1", "Deployment"): ("/apis/apps/v1", "deployments", True),
     ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets", True),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),

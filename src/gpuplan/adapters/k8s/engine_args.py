@@ -10,6 +10,14 @@ Flags per engine (read at these versions):
 - TGI ``text-generation-launcher`` (https://huggingface.co/docs/text-generation-inference/reference/launcher):
   --num-shard, --max-total-tokens, --max-input-tokens, --max-concurrent-requests, --quantize,
   --cuda-memory-fraction; health ``GET /health``. TGI has no pipeline parallelism.
+
+Prefill/decode disaggregation (``disaggregation_flags``; TGI has no such mode):
+- vLLM: ``--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'`` on prefill and
+  decode workers alike (the router, not ``kv_role``, decides who prefills), the NIXL side channel on
+  ``VLLM_NIXL_SIDE_CHANNEL_HOST``/``_PORT`` (https://docs.vllm.ai/en/v0.11.0/features/nixl_connector_usage.html).
+- SGLang: ``--disaggregation-mode prefill|decode``, ``--disaggregation-transfer-backend mooncake|nixl``,
+  ``--disaggregation-bootstrap-port`` on prefill workers, ``--disaggregation-ib-device`` for RDMA
+  (https://docs.sglang.ai/advanced_features/pd_disaggregation.html).
 """
 
 from __future__ import annotations
@@ -23,6 +31,20 @@ from gpuplan.core.perf.layout import Layout
 
 Engine = Literal["vllm", "sglang", "tgi"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "tgi")
+Role = Literal["prefill", "decode"]
+"""A disaggregated pool's part: prompts (and the KV cache they make), or the tokens after them."""
+DISAGGREGATING_ENGINES: tuple[Engine, ...] = ("vllm", "sglang")
+"""Engines rendered with prefill and decode pools (module docstring)."""
+VLLM_KV_TRANSFER_CONFIG = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+"""vLLM's NIXL KV connector, as the NixlConnector usage guide starts both instances
+(https://docs.vllm.ai/en/v0.11.0/features/nixl_connector_usage.html)."""
+SGLANG_TRANSFER_BACKEND = "mooncake"
+"""SGLang's default KV transfer engine (the other: ``nixl``;
+https://docs.sglang.ai/advanced_features/pd_disaggregation.html)."""
+SGLANG_BOOTSTRAP_PORT = 8998
+"""SGLang's default ``--disaggregation-bootstrap-port`` on prefill workers, where decode workers
+fetch the KV-cache handshake (``ServerArgs.disaggregation_bootstrap_port``, python/sglang/srt/server_args.py,
+https://github.com/sgl-project/sglang)."""
 CONTAINER_PORT = 8000
 """One unprivileged port for every engine (a non-root container cannot bind < 1024 under 'restricted')."""
 IMAGES: dict[Engine, str] = {
@@ -193,3 +215,23 @@ def _tgi(a: EngineArgs) -> list[str]:
     if quant := _quant("tgi", a.layout.weight_dtype.name):
         args += ["--quantize", quant]
     return args
+
+
+def require_disaggregation(engine: Engine) -> None:
+    """UserInputError naming ``--engine`` unless the engine has a prefill/decode disaggregated mode."""
+    if engine not in DISAGGREGATING_ENGINES:
+        raise UserInputError(
+            f"--engine {engine} has no prefill/decode disaggregated mode but the plan is disaggregated",
+            hint="render with --engine vllm or sglang, or re-plan with recommend --layouts aggregated",
+        )
+
+
+def disaggregation_flags(engine: Engine, role: Role) -> list[str]:
+    """The flags that make a worker of ``engine`` the ``role`` of a prefill/decode pair."""
+    require_disaggregation(engine)
+    if engine == "vllm":
+        return ["--kv-transfer-config", VLLM_KV_TRANSFER_CONFIG]
+    flags = ["--disaggregation-mode", role, "--disaggregation-transfer-backend", SGLANG_TRANSFER_BACKEND]
+    return flags + (
+        ["--disaggregation-bootstrap-port", str(SGLANG_BOOTSTRAP_PORT)] if role == "prefill" else []
+    )

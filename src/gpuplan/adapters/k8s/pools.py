@@ -7,6 +7,10 @@ Engine limits derived from the plan:
   capped at the engine default 256 (vLLM ``max_num_seqs``);
 - ``maxUnavailable`` of the PodDisruptionBudget = replicas the others can cover: ⌊N·(1 − u)⌋,
   at least 1 so that a node drain can always proceed.
+
+A disaggregated recommend plan is two pools, ``<name>-prefill`` and ``<name>-decode`` (``role`` set),
+each on its own GPU type and layout; prefill workers keep the engine's default ``max_num_seqs`` (their
+steps are bounded by prompt tokens, not by running requests) and their PDB covers their busy share.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ from pydantic import Field
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.catalog.product_names import product_label
+from gpuplan.adapters.k8s.engine_args import Role
 from gpuplan.core.fleet.planner import FleetPlan, Tier, tier_of
 from gpuplan.core.fleet.pool_units import PoolUnit, mig_unit, whole_gpu_unit
 from gpuplan.core.fleet.spec import DNS_LABEL
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.perf.layout import Layout
-from gpuplan.core.recommend.request import GpuOffer, Plan
+from gpuplan.core.recommend.request import GpuOffer, Plan, PoolPlan
 from gpuplan.core.units import MIB
 
 DEFAULT_MAX_NUM_SEQS = 256
@@ -55,6 +60,9 @@ class PoolDeployment(FrozenModel):
     output_tokens: int | None = None
     checkpoint: str | None = Field(
         default=None, description="pre-quantised weights to load (`k8s render --checkpoint`)"
+    )
+    role: Role | None = Field(
+        default=None, description="a disaggregated plan's prefill or decode pool; None: aggregated replicas"
     )
 
 
@@ -112,6 +120,37 @@ def from_plan(plan: Plan, model: str, catalog: Catalog, *, max_model_len: int, n
         max_unavailable=_max_unavailable(plan.layout.replicas, PLAN_HEADROOM),
         rate_rps=plan.requests_per_s,
     )
+
+
+def from_disaggregated_plan(
+    plan: Plan, model: str, catalog: Catalog, *, max_model_len: int, name: str
+) -> list[PoolDeployment]:
+    """The prefill and decode pools of a disaggregated recommend plan (in that order)."""
+    if plan.prefill is None:
+        raise ValueError("from_disaggregated_plan needs a plan with a prefill pool")
+    decode = from_plan(plan, model, catalog, max_model_len=max_model_len, name=f"{name}-decode")
+    prefill = from_plan(
+        _prefill_as_plan(plan, plan.prefill),
+        model,
+        catalog,
+        max_model_len=max_model_len,
+        name=f"{name}-prefill",
+    )
+    busy = plan.prefill.busy_share
+    prefill = prefill.model_copy(
+        update={
+            "fleet": name,
+            "role": "prefill",
+            "max_num_seqs": DEFAULT_MAX_NUM_SEQS,
+            "max_unavailable": _max_unavailable(plan.prefill.workers, busy),
+        }
+    )
+    return [prefill, decode.model_copy(update={"fleet": name, "role": "decode"})]
+
+
+def _prefill_as_plan(plan: Plan, pool: PoolPlan) -> Plan:
+    """``plan`` with the prefill pool's GPU and layout (what ``from_plan`` reads)."""
+    return plan.model_copy(update={"gpu": pool.gpu, "layout": pool.to_layout(plan.layout)})
 
 
 def _unit(gpu_ref: str, catalog: Catalog) -> PoolUnit:
