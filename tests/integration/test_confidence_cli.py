@@ -25,7 +25,9 @@ def _json(invoke: Invoke, *args: str) -> Any:
 def test_plans_carry_80_percent_intervals_by_default(invoke: Invoke) -> None:
     data = _json(invoke)
     assert data["confidence"] is None
-    for plan in data["plans"]:
+    split = [p for p in data["plans"] if p["layout_kind"] == "disaggregated"]
+    assert all(p["interval"] is None for p in split)  # the error model is fitted on aggregated rows
+    for plan in (p for p in data["plans"] if p["layout_kind"] == "aggregated"):
         assert plan["interval"]["level"] == 0.8
         for key in ("ttft_ms", "tpot_ms"):
             assert plan["low"][key] < plan["high"][key]

@@ -135,6 +135,7 @@ def test_a_workload_inside_another_model_is_not_checked_again() -> None:
         "concurrency": None,
         "batch_size": 3.0,
         "rate_rps": 5.0,
+        "prefix_cache_hit_rate": 0.0,
     }
     with pytest.raises(ValidationError, match="scenario 'concurrency' reads concurrency"):
         Echo.model_validate({"workload": written.model_dump()})  # a mapping is a new workload built in code

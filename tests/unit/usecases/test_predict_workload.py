@@ -30,5 +30,6 @@ def test_a_closed_loop_without_its_load_runs_one_request_per_replica() -> None:
         "concurrency": None,
         "batch_size": 3.0,
         "rate_rps": 5.0,
+        "prefix_cache_hit_rate": 0.0,
     }
     assert loose == _predict({"concurrency": 2}, replicas=2)[1]
