@@ -23,6 +23,7 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.data.bundled_calibration import prior_calibration
+from gpuplan.usecases.calibration.crossval_training import cross_validate_training
 from gpuplan.usecases.calibration.published_serving import fit_calibration, fit_rows
 from gpuplan.usecases.calibration.release_lines import RELEASE_LINE_GRADES, fit_release_lines
 from gpuplan.usecases.validation.cases import Case, read_cases
@@ -138,9 +139,14 @@ def cross_validate_file(path: Path, catalog: Catalog, *, grades: Sequence[str], 
     if by not in GROUPINGS:
         raise UserInputError(f"--cross-validate {by!r} is not one of gpu, model")
     schema, cases = read_cases(path)
-    if schema != "inference":
-        raise UserInputError(f"--cross-validate needs inference.csv rows; {path} holds {schema} rows")
     chosen = [c for c in cases if c.quality in set(grades)]
+    if schema == "training":
+        return _training_folds(chosen, catalog, by=GROUPINGS[by])
+    if schema != "inference":
+        raise UserInputError(
+            f"--cross-validate needs inference or training rows; {path} holds {schema} rows",
+            hint="memory files have no fitted factors: plain `gpuplan validate` is already held out",
+        )
     runs = sum(finite_prompts(c) is not None for c in cases)
     if not runs:
         return cross_validate(chosen, catalog, prior_calibration(), by=GROUPINGS[by])
@@ -158,6 +164,18 @@ def cross_validate_file(path: Path, catalog: Catalog, *, grades: Sequence[str], 
         prior=prior_calibration(),
         by=GROUPINGS[by],
     )
+
+
+def _training_folds(cases: Sequence[Case], catalog: Catalog, *, by: GroupBy) -> CrossValidation:
+    """``training.csv`` held out by group (``crossval_training``), gathered into folds."""
+    rows = cross_validate_training(cases, catalog, by=by)
+    group_of = {c.id: _key(by)(c) for c in cases}
+    folds: list[FoldResult] = []
+    for group in sorted({group_of[r.id] for r in rows}):
+        apes = [r.ape for r in rows if group_of[r.id] == group and r.ape is not None]
+        size = sum(group_of[r.id] == group for r in rows)
+        folds.append(FoldResult(group=group, rows=size, stats=stats(apes)))
+    return CrossValidation(by=by, folds=folds, summary=summarise(rows), rows=rows)
 
 
 def _inference_beside(path: Path) -> list[Case]:

@@ -40,18 +40,16 @@ from gpuplan.core.calibration.error_model import (
     held_out_coverage,
 )
 from gpuplan.core.calibration.solver import MIN_ROWS_PER_FACTOR
-from gpuplan.core.calibration.training import DEFAULT_KEY, TrainingCalibration
-from gpuplan.core.errors import GpuplanError
-from gpuplan.data.bundled_calibration import default_calibration, default_training_calibration
+from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.data.error_model import parse_error_model_data
-from gpuplan.usecases.calibration.crossval import MIN_TRAINING_ROWS, cross_validate_file
+from gpuplan.usecases.calibration.crossval import cross_validate_file
+from gpuplan.usecases.calibration.crossval_training import cross_validate_training
 from gpuplan.usecases.calibration.published_serving import fit_rows
-from gpuplan.usecases.calibration.published_training import fit_training_calibration
 from gpuplan.usecases.validation import validate_file
-from gpuplan.usecases.validation.cases import Case, Skip, read_cases
+from gpuplan.usecases.validation.cases import Case, read_cases
 from gpuplan.usecases.validation.intervals import gpu_family, row_path
 from gpuplan.usecases.validation.predict import RowResult
-from gpuplan.usecases.validation.predict_training import THROUGHPUT_METRICS, predict_training_with
+from gpuplan.usecases.validation.predict_training import THROUGHPUT_METRICS
 
 GRADES = ("A", "B")
 COMMAND = (
@@ -127,57 +125,13 @@ def serving_residuals(folder: Path, catalog: Catalog) -> tuple[list[Residual], d
     return out, counts
 
 
-def training_prior(bundled: TrainingCalibration) -> TrainingCalibration:
-    """The bundled training factors less every per-family MFU (only ``default:*`` kept), so no fold
-    starts from a family factor fitted on its own GPU. The shared scalars (GEMM half width, overlaps)
-    stay at their fitted values: no hand-set prior of them is shipped (a stated leak)."""
-    mfu = {k: v for k, v in bundled.mfu.items() if k.split(":")[0] == DEFAULT_KEY}
-    return bundled.model_copy(update={"mfu": mfu})
-
-
-def cross_validate_training(
-    cases: Sequence[Case], catalog: Catalog, *, gpus: Collection[str] | None = None
-) -> list[RowResult]:
-    """Each GPU's training rows (of ``gpus``, default all) predicted with the training factors
-    refitted on the other GPUs' rows."""
-    fit_on = [c for c in cases if c.metric in THROUGHPUT_METRICS]
-    prior = training_prior(default_training_calibration())
-    results: list[RowResult] = []
-    for gpu in sorted(gpus if gpus is not None else {c.get("gpu") for c in cases}):
-        train = [c for c in fit_on if c.get("gpu") != gpu]
-        if len(train) < MIN_TRAINING_ROWS:
-            continue
-        tcal = fit_training_calibration(
-            train, catalog, prior, data=f"all but gpu={gpu}", command="error-model cross-validation"
-        )[0]
-        results += [_training_result(c, catalog, tcal) for c in cases if c.get("gpu") == gpu]
-    return results
-
-
-def _training_result(case: Case, catalog: Catalog, tcal: TrainingCalibration) -> RowResult:
-    try:
-        predicted: float | None = predict_training_with(case, catalog, tcal)
-    except (Skip, GpuplanError):
-        predicted = None
-    return RowResult(
-        id=case.id,
-        metric=case.metric,
-        quality=case.quality,
-        gpu=case.get("gpu"),
-        measured=case.value,
-        predicted=predicted,
-        ape=None,
-        skip_reason=None,
-    )
-
-
 def training_residuals(
     folder: Path, catalog: Catalog, *, gpus: Collection[str] | None = None
 ) -> tuple[list[Residual], int]:
     """Leave-one-GPU-out residuals of the training rows (of ``gpus``, default all)."""
     cases = _chosen(folder / TRAINING_FILE)
     fitted = family_fitted_in_fold([c for c in cases if c.metric in THROUGHPUT_METRICS], catalog)
-    rows = cross_validate_training(cases, catalog, gpus=gpus)
+    rows = cross_validate_training(cases, catalog, groups=gpus)
     return residuals_of(TRAINING_FILE, cases, rows, fitted=fitted), len(cases)
 
 

@@ -43,11 +43,11 @@ def test_cross_validation_groups_only_by_gpu_or_model(tmp_path: Path) -> None:
         cross_validate_file(tmp_path / "unread.csv", CATALOG, grades=["A"], by="engine")
 
 
-def test_cross_validation_needs_inference_rows(tmp_path: Path) -> None:
+def test_training_rows_too_few_to_refit_give_no_fold(tmp_path: Path) -> None:
     path = tmp_path / "training.csv"
     path.write_text(TRAINING_HEADER + "t1,meta-llama/Llama-3.1-8B,H100-SXM,8,512,4,full,tflops,400,A\n")
-    with pytest.raises(UserInputError, match=r"needs inference\.csv rows"):
-        cross_validate_file(path, CATALOG, grades=["A"], by="gpu")
+    result = cross_validate_file(path, CATALOG, grades=["A"], by="gpu")
+    assert result.folds == [] and result.rows == [] and result.summary.rows == 0
 
 
 def test_a_fold_with_too_few_rows_left_to_fit_is_skipped() -> None:
