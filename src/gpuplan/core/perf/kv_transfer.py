@@ -101,3 +101,13 @@ def kv_transfer_s(
     if transport.overlapped:
         wire_s = max(wire_s - prefill_s, wire_s / max(model.num_layers, 1))
     return TRANSFER_LATENCY_S + wire_s
+
+
+def kv_link_busy_s(
+    *, model: ModelSpec, transport: KvTransport, end: tuple[GpuSpec, Layout], prompt_tokens: int
+) -> float:
+    """Seconds one prompt's KV shard holds one GPU link of one end (the prefill GPU sending it, or the
+    decode GPU receiving it): the link's load per transfer, whether or not the transfer is exposed."""
+    gpu, layout = end
+    shard = kv_bytes_per_gpu(model, layout, prompt_tokens=prompt_tokens, kv_dtype=layout.resolved_kv_dtype)
+    return shard / transport.bytes_per_s(gpu)

@@ -1,16 +1,8 @@
 """Disaggregated plans: a prefill pool and a decode pool, each sized on its own, paired and priced.
 
-**Decode pool.** A decode worker runs decode steps only (no prompt chunks in its steps). For every
-GPU type and layout that holds the whole context, the largest batch N whose step meets the TPOT
-limit (bisection: the step grows with N), capped by the KV and engine capacity, sets what one worker
-carries: λ_d = N / (output · t_decode(N)) requests/s (Little's law over the answer's decode steps).
-The pool has W_d = ⌈λ / (headroom · λ_d)⌉ workers; at the target each runs the batch N that solves
-N = (λ / W_d) · output · t_decode(N) (plain iteration from N = 1 climbs to it), and TPOT = t_decode(N).
-
-**Prefill pool.** A prefill worker runs prompts only, packed into chunks of the engine's batched
-tokens: one prompt occupies it s (its share of a full chunk) and alone takes t₁ (its own chunks).
-Prompts queue as M/D/1 (Pollaczek–Khinchine, deterministic service): TTFT_prefill = t₁ + ρ·s / (2(1 − ρ))
-at utilisation ρ = λ_p · s.
+The pools are sized in ``disaggregated_pools.py``; prompts queue at a prefill worker as M/D/1
+(Pollaczek–Khinchine, deterministic service): TTFT_prefill = t₁ + ρ·s / (2(1 − ρ)) at utilisation
+ρ = λ_p · s.
 
 **Together.** TTFT = TTFT_prefill + the KV transfer (``core/perf/kv_transfer.py``) + 1.5 decode steps
 (the decode worker admits the request at its next step boundary, half a step on average, and emits
@@ -25,18 +17,21 @@ its cheapest prefill pool; NVLink transfer needs both workers in one node of one
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.cost import monthly_usd, usd_per_million_tokens
-from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.inference import ReplicaModel, decode_bound
-from gpuplan.core.perf.kv_transfer import kv_transfer_s
+from gpuplan.core.perf.inference import decode_bound
+from gpuplan.core.perf.kv_transfer import kv_link_busy_s, kv_transfer_s
 from gpuplan.core.perf.layout import Layout
-from gpuplan.core.perf.scenarios import mean_context, prefill_share_s
+from gpuplan.core.recommend.disaggregated_pools import (
+    DecodeOption,
+    PrefillOption,
+    decode_options,
+    prefill_options,
+)
 from gpuplan.core.recommend.request import (
     GpuOffer,
     MemoryBreakdownGib,
@@ -53,140 +48,17 @@ from gpuplan.core.workload import Workload
 FIRST_TOKEN_DECODE_STEPS = 1.5
 """Decode steps between a prompt's KV arriving and its first token: half a step waiting for the step
 in progress (the worker is busy), one step that emits it."""
-BISECTION_STEPS = 12
-FIXED_POINT_ITERATIONS = 40
-
-
-@dataclass(frozen=True)
-class DecodeOption:
-    """One decode worker layout on one GPU type, sized for the target."""
-
-    offer: GpuOffer
-    layout: Layout
-    replica: ReplicaModel
-    running: float
-    tpot_s: float
-    capacity: float
-
-    @property
-    def usd_per_hour(self) -> float:
-        return (self.offer.usd_per_gpu_hour or math.inf) * self.layout.num_gpus
-
-
-@dataclass(frozen=True)
-class PrefillOption:
-    """One prefill worker layout on one GPU type: its busy time per prompt and a lone prompt's time."""
-
-    offer: GpuOffer
-    layout: Layout
-    busy_s: float
-    alone_s: float
-
-
-def decode_options(
-    model: ModelSpec,
-    offers: Sequence[GpuOffer],
-    layouts: dict[str, list[Layout]],
-    target: Workload,
-    sla: Sla,
-    space: SearchSpace,
-    cal: Calibration,
-) -> Iterator[DecodeOption | Rejection]:
-    """Every decode layout that meets the TPOT limit, with its workers for the target; for a GPU type
-    with none, why (its layouts do not hold the context, or miss TPOT even at batch 1)."""
-    for offer in offers:
-        fits = False
-        found = False
-        for layout in layouts[offer.gpu.id]:
-            option = _decode_option(model, offer, layout, target, sla, space, cal)
-            fits = fits or option != "memory"
-            if isinstance(option, DecodeOption):
-                found = True
-                yield option
-        if not found:
-            kind = "latency" if fits else "memory"
-            reason = _NO_DECODE_TPOT.format(tpot=sla.tpot_ms) if fits else _NO_DECODE_MEMORY
-            yield Rejection(gpu=offer.gpu.id, kind=kind, reason=reason)
-
-
-def _decode_option(
-    model: ModelSpec,
-    offer: GpuOffer,
-    layout: Layout,
-    target: Workload,
-    sla: Sla,
-    space: SearchSpace,
-    cal: Calibration,
-) -> DecodeOption | Literal["memory", "latency"]:
-    """The option of one decode layout, or why it has none."""
-    context = target.input_tokens + target.output_tokens
-    try:
-        replica = ReplicaModel.build(
-            model, offer.gpu, layout.with_replicas(1), context_tokens=context, cal=cal
-        )
-    except InfeasibleError:
-        return "memory"
-    step, ctx = replica.step, mean_context(target)
-    cap = replica.capacity(target)
-    batch = _largest_batch(lambda n: step.decode_s(batch=n, context=ctx), cap, sla.tpot_ms)
-    if batch < 1.0:
-        return "latency"
-    per_worker_rps = batch / (target.output_tokens * step.decode_s(batch=batch, context=ctx))
-    rate = target.rate_rps or 0.0
-    workers = max(math.ceil(rate / (per_worker_rps * space.headroom)), 1)
-    running = _running(lambda n: step.decode_s(batch=n, context=ctx), rate / workers * target.output_tokens)
-    tpot = step.decode_s(batch=running, context=ctx)
-    return DecodeOption(offer, layout.with_replicas(workers), replica, running, tpot, cap)
-
-
-def _largest_batch(step_s: Callable[[float], float], cap: float, tpot_ms: float | None) -> float:
-    """Largest batch in [1, cap] whose step meets ``tpot_ms`` (bisection); 0 if even one misses."""
-    if tpot_ms is None:
-        return cap
-    limit = tpot_ms / MS_PER_S
-    if step_s(1.0) > limit:
-        return 0.0
-    if step_s(cap) <= limit:
-        return cap
-    lo, hi = 1.0, cap
-    for _ in range(BISECTION_STEPS):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if step_s(mid) <= limit else (lo, mid)
-    return lo
-
-
-def _running(step_s: Callable[[float], float], tokens_per_s: float) -> float:
-    """The batch N = tokens/s · t_step(N) (Little's law over decode steps), iterated from N = 1."""
-    running = 1.0
-    for _ in range(FIXED_POINT_ITERATIONS):
-        new = max(tokens_per_s * step_s(running), 1.0)
-        if abs(new - running) < 1e-4 * running:
-            return new
-        running = new
-    return running
-
-
-def prefill_options(
-    model: ModelSpec,
-    offers: Sequence[GpuOffer],
-    layouts: dict[str, list[Layout]],
-    target: Workload,
-    cal: Calibration,
-) -> Iterator[PrefillOption]:
-    """Every prefill layout that holds one prompt, with its per-prompt times."""
-    prompt = target.model_copy(update={"output_tokens": 1})
-    for offer in offers:
-        for layout in layouts[offer.gpu.id]:
-            try:
-                replica = ReplicaModel.build(
-                    model, offer.gpu, layout.with_replicas(1), context_tokens=target.input_tokens + 1, cal=cal
-                )
-            except InfeasibleError:
-                continue
-            step = replica.step
-            packed = math.ceil(step.prefill_step_tokens / max(target.input_tokens, 1))
-            busy = prefill_share_s(step, replica.memory, prompt, float(packed))
-            yield PrefillOption(offer, layout, busy, step.lone_prefill_s(target.input_tokens))
+VLLM_DECODE_TP_RULE = (
+    "vLLM's NixlConnector reads a prefill worker's blocks with tp_ratio = divide(decode TP, prefill TP) "
+    "and asserts 'Decode TP cannot be smaller than prefill TP' "
+    "(https://github.com/vllm-project/vllm/blob/main/vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py)"
+)
+"""Why vLLM pairs only decode workers whose TP is a multiple of the prefill workers' TP."""
+LINK_MAX_UTILISATION = 0.9
+"""Highest share of a GPU's KV link a plan may keep busy: at 0.9 the M/D/1 wait is already 4.5
+transfers long, and past 1 the queue grows without bound."""
+MAX_EXTRA_PREFILL_WORKERS = 64
+"""Prefill workers added one at a time beyond the M/D/1 estimate while the link queue still misses TTFT."""
 
 
 @dataclass(frozen=True)
@@ -227,15 +99,21 @@ def pair(
 def _reachable(prefill: PrefillOption, decode: DecodeOption, space: SearchSpace) -> bool:
     """The cache moves between GPUs of one vendor (NIXL/UCX and Mooncake register CUDA or ROCm memory,
     not a mix), between GPU types only when ``space.mixed_pools`` allows; NVLink carries it only between
-    workers of one GPU type inside one node."""
+    GPUs of one type on one NVLink fabric (the whole plan inside it: checked once the pools are sized).
+    vLLM's NixlConnector needs the decode TP to be a multiple of the prefill TP (:data:`VLLM_DECODE_TP_RULE`)."""
     same_type = prefill.offer.gpu.id == decode.offer.gpu.id
     if not (same_type or (space.mixed_pools and prefill.offer.gpu.vendor == decode.offer.gpu.vendor)):
         return False
+    if space.engine == "vllm" and decode.layout.tp % prefill.layout.tp:
+        return False
+    return space.kv_transport.kind != "nvlink" or same_type
+
+
+def _within_nvlink(p: Pairing, space: SearchSpace) -> bool:
+    """Over NVLink every GPU of both pools sits on the decode GPU's one scale-up fabric."""
     if space.kv_transport.kind != "nvlink":
         return True
-    same = prefill.offer.gpu.id == decode.offer.gpu.id
-    node = decode.offer.gpu.interconnect.scale_up_domain_gpus
-    return same and prefill.layout.gpus_per_replica + decode.layout.gpus_per_replica <= node
+    return p.num_gpus <= p.decode.offer.gpu.interconnect.scale_up_domain_gpus
 
 
 def _pairing(
@@ -246,25 +124,99 @@ def _pairing(
     sla: Sla,
     space: SearchSpace,
 ) -> Pairing | None:
-    transfer = kv_transfer_s(
-        model=model,
-        transport=space.kv_transport,
-        prefill=(prefill.offer.gpu, prefill.layout),
-        decode=(decode.offer.gpu, decode.layout),
-        prompt_tokens=target.input_tokens,
-        prefill_s=prefill.alone_s,
-    )
-    fixed = prefill.alone_s + transfer + FIRST_TOKEN_DECODE_STEPS * decode.tpot_s
+    """The fewest prefill workers meeting the TTFT limit beside ``decode``, or None (module docstring)."""
+    rate = target.rate_rps or 0.0
+    link = _link(model, decode, prefill, target, space)
+    decode_wait = _link_wait_s(rate / decode.ranks, link.decode_busy_s)
+    if decode_wait is None:
+        return None
+    base = _Base(link.exposed_s + decode_wait, prefill.alone_s + FIRST_TOKEN_DECODE_STEPS * decode.tpot_s)
     utilisation = space.headroom
     if sla.ttft_ms is not None:
-        wait = sla.ttft_ms / MS_PER_S - fixed
+        wait = sla.ttft_ms / MS_PER_S - base.transfer_s - base.other_s
         if wait <= 0:
             return None
         utilisation = min(utilisation, 2 * wait / (prefill.busy_s + 2 * wait))
-    workers = max(math.ceil((target.rate_rps or 0.0) * prefill.busy_s / utilisation), 1)
-    rho = (target.rate_rps or 0.0) * prefill.busy_s / workers
+    ranks = prefill.layout.attention_dp
+    workers = max(
+        math.ceil(rate * prefill.busy_s / utilisation),
+        math.ceil(rate * link.prefill_busy_s / (LINK_MAX_UTILISATION * ranks)),
+        1,
+    )
+    for extra in range(MAX_EXTRA_PREFILL_WORKERS):
+        found = _with_workers(decode, prefill, workers + extra, rate, base, link)
+        if found is not None and (sla.ttft_ms is None or found.ttft_s * MS_PER_S <= sla.ttft_ms):
+            return found if _within_nvlink(found, space) else None
+    return None
+
+
+@dataclass(frozen=True)
+class _Link:
+    """One prompt's KV transfer: exposed seconds, and how long it holds one prefill / decode GPU's link."""
+
+    exposed_s: float
+    prefill_busy_s: float
+    decode_busy_s: float
+
+
+@dataclass(frozen=True)
+class _Base:
+    """A pairing's TTFT before the prefill pool's queues: the transfer with the decode link's wait, and
+    the lone prefill plus the first decode steps."""
+
+    transfer_s: float
+    other_s: float
+
+
+def _with_workers(
+    decode: DecodeOption, prefill: PrefillOption, workers: int, rate: float, base: _Base, link: _Link
+) -> Pairing | None:
+    """The pairing with ``workers`` prefill workers: their M/D/1 compute queue and link queue."""
+    rho = rate * prefill.busy_s / workers
+    link_wait = _link_wait_s(rate / (workers * prefill.layout.attention_dp), link.prefill_busy_s)
+    if rho >= 1 or link_wait is None:
+        return None
     queue = rho * prefill.busy_s / (2 * (1 - rho))
-    return Pairing(decode, prefill, workers, rho, transfer, fixed + queue)
+    transfer = base.transfer_s + link_wait
+    return Pairing(decode, prefill, workers, rho, transfer, base.other_s + transfer + queue)
+
+
+def _link(
+    model: ModelSpec, decode: DecodeOption, prefill: PrefillOption, target: Workload, space: SearchSpace
+) -> _Link:
+    ends = ((prefill.offer.gpu, prefill.layout), (decode.offer.gpu, decode.layout))
+    exposed = kv_transfer_s(
+        model=model,
+        transport=space.kv_transport,
+        prefill=ends[0],
+        decode=ends[1],
+        prompt_tokens=target.input_tokens,
+        prefill_s=prefill.alone_s,
+    )
+    busy = [
+        kv_link_busy_s(model=model, transport=space.kv_transport, end=end, prompt_tokens=target.input_tokens)
+        for end in ends
+    ]
+    return _Link(exposed, busy[0], busy[1])
+
+
+def _link_wait_s(rate_rps: float, busy_s: float) -> float | None:
+    """M/D/1 wait for one GPU's link carrying ``rate_rps`` transfers of ``busy_s`` each; None past
+    :data:`LINK_MAX_UTILISATION` (at 1 the queue grows without bound)."""
+    rho = rate_rps * busy_s
+    if rho >= LINK_MAX_UTILISATION:
+        return None
+    return rho * busy_s / (2 * (1 - rho))
+
+
+def nvlink_refusal(offer: GpuOffer, space: SearchSpace) -> Rejection | None:
+    """Why ``--kv-transport nvlink`` cannot carry the cache on ``offer``'s GPU (no NVLink switch
+    fabric: PCIe cards, two-GPU NVLink bridges, AMD's xGMI mesh), or None."""
+    link = offer.gpu.interconnect.scale_up
+    if space.kv_transport.kind != "nvlink" or link == "nvlink":
+        return None
+    reason = f"disaggregated: --kv-transport nvlink needs an NVLink switch fabric; {offer.gpu.id} has {link}"
+    return Rejection(gpu=offer.gpu.id, kind="layout", reason=reason + " (use rdma or tcp)")
 
 
 def _cost(p: Pairing) -> tuple[float, int]:
@@ -339,16 +291,23 @@ def disaggregated_plans(
     prefills = list(prefill_options(model, offers, layouts, target, cal))
     plans: list[Plan] = []
     why: dict[str, Rejection] = {}
+    nearest: dict[str, int] = {}
     for decode in decode_options(model, offers, layouts, target, sla, space, cal):
         if isinstance(decode, Rejection):
             why[decode.gpu] = decode
             continue
+        if (refused := nvlink_refusal(decode.offer, space)) is not None:
+            why[decode.offer.gpu.id] = refused
+            continue
         gpu = decode.offer.gpu.id
         found = pair(model, decode, prefills, target, sla, space)
-        if found is None:
+        if found is None and gpu not in nearest:
             why[gpu] = Rejection(gpu=gpu, kind="latency", reason=_NO_PREFILL.format(ttft=sla.ttft_ms))
+        elif found is None:
+            continue
         elif found.num_gpus > space.max_gpus:
-            reason = f"disaggregated: needs {found.num_gpus} GPUs > max {space.max_gpus}"
+            nearest[gpu] = min(nearest.get(gpu, found.num_gpus), found.num_gpus)
+            reason = f"disaggregated: needs {nearest[gpu]} GPUs > max {space.max_gpus}"
             why[gpu] = Rejection(gpu=gpu, kind="count", reason=reason)
         else:
             plans.append(disaggregated_plan(found, target, cal))
@@ -356,8 +315,6 @@ def disaggregated_plans(
     return plans, [r for g, r in why.items() if g not in done]
 
 
-_NO_DECODE_TPOT = "disaggregated: no decode layout meets TPOT {tpot} ms even at batch 1"
-_NO_DECODE_MEMORY = "disaggregated: no decode layout holds the weights and one request's KV cache"
 _NO_PREFILL = (
     "disaggregated: no prefill pool meets TTFT {ttft} ms after the KV transfer and first decode step"
 )

@@ -353,6 +353,7 @@ DISAGGREGATED_MISS = {
     "count": COUNT_MISS + 0.999,
     "latency": LATENCY_MISS + 0.999,
     "memory": MEMORY_MISS + 0.999,
+    "layout": LAYOUT_MISS + 0.999,
 }
 """A disaggregated miss ranks behind every aggregated miss of its kind (those carry the numbers)."""
 

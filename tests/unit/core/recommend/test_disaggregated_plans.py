@@ -9,7 +9,7 @@ import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.core.errors import UserInputError
+from gpuplan.core.errors import InfeasibleError, UserInputError
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.perf.scenarios import mean_context
@@ -130,7 +130,7 @@ def test_pools_share_a_gpu_type_unless_mixed_pools_are_allowed() -> None:
     assert mixed.plans[0].usd_per_hour <= same.plans[0].usd_per_hour  # a superset of pairings
 
 
-def test_nvlink_pairs_workers_inside_one_node() -> None:
+def test_nvlink_keeps_both_pools_on_one_nvlink_fabric() -> None:
     model = get_model("meta-llama/Llama-3.1-70B")
     space = SearchSpace(
         max_gpus=512,
@@ -138,10 +138,22 @@ def test_nvlink_pairs_workers_inside_one_node() -> None:
         layout_kinds=("disaggregated",),
         kv_transport=KvTransport(kind="nvlink"),
     )
-    rec = recommend(model, _offers("H200-SXM"), LONG, sla=LONG_SLA, space=space, cal=CAL)
+    light = LONG.model_copy(update={"rate_rps": 1.0})
+    rec = recommend(model, _offers("H200-SXM"), light, sla=LONG_SLA, space=space, cal=CAL)
+    assert rec.plans
     for p in rec.plans:
         assert p.prefill is not None and p.decode is not None
-        assert p.prefill.tp * p.prefill.pp + p.decode.tp * p.decode.pp <= 8
+        assert p.prefill.count + p.decode.count <= 8  # H200 HGX: 8 GPUs on one NVSwitch fabric
+    with pytest.raises(InfeasibleError):  # 20 req/s of 8,000-token prompts need more than one node
+        recommend(model, _offers("H200-SXM"), LONG, sla=LONG_SLA, space=space, cal=CAL)
+
+
+def test_nvlink_is_refused_on_gpus_without_an_nvlink_fabric() -> None:
+    space = SearchSpace(layout_kinds=("disaggregated",), kv_transport=KvTransport(kind="nvlink"))
+    model = get_model("meta-llama/Llama-3.1-8B")
+    for gpu, link in (("L40S", "pcie"), ("MI300X", "xgmi")):
+        with pytest.raises(InfeasibleError, match=f"nvlink needs an NVLink switch fabric; {gpu} has {link}"):
+            recommend(model, _offers(gpu), SHORT, sla=SHORT_SLA, space=space, cal=CAL)
 
 
 def test_disaggregation_is_dropped_with_a_reason_where_it_cannot_be_sized() -> None:
@@ -179,3 +191,65 @@ def test_a_gpu_too_small_for_the_model_is_a_memory_miss() -> None:
         and small[0].reason.startswith("disaggregated: no decode layout holds")
     )
     assert math.isfinite(rec.plans[0].ttft_ms) and mean_context(LONG) == 8250
+
+
+def test_the_kv_link_is_never_loaded_past_its_capacity() -> None:
+    """32,000-token prompts over TCP: Llama-3.1-8B's fp8 KV is 32 layers × 8 heads × 128 ×
+    2 × 1 B = 65,536 B per token, 2.10 GB a prompt, 0.336 s on one GPU's 50 Gb/s link."""
+    model = get_model("meta-llama/Llama-3.1-8B")
+    target = Workload(scenario="rate", input_tokens=32000, output_tokens=16, rate_rps=20)
+    space = SearchSpace(
+        max_gpus=512,
+        weight_dtypes=("fp8",),
+        layout_kinds=("disaggregated",),
+        kv_transport=KvTransport(kind="tcp"),
+    )
+    rec = recommend(
+        model, _offers("H100-SXM"), target, sla=Sla(ttft_ms=5000, tpot_ms=50), space=space, cal=CAL
+    )
+    link_bytes_per_s = 50e9 / 8
+    prompt_bytes = 32 * 8 * 128 * 2 * 32000
+    for p in rec.plans:
+        assert p.prefill is not None and p.decode is not None
+        for pool in (p.prefill, p.decode):
+            per_gpu_s = prompt_bytes / pool.tp / link_bytes_per_s
+            assert 20 / (pool.workers * pool.attention_dp) * per_gpu_s < 0.9, pool
+        assert (
+            p.kv_transfer_ms is not None
+            and p.kv_transfer_ms >= prompt_bytes / p.decode.tp / link_bytes_per_s * 1e3
+        )
+
+
+def test_vllm_pairs_decode_tp_multiples_of_the_prefill_tp() -> None:
+    space = SearchSpace(
+        max_gpus=512, weight_dtypes=("fp8",), layout_kinds=("disaggregated",), mixed_pools=True
+    )
+    model = get_model("meta-llama/Llama-3.1-70B")
+    rec = recommend(model, _offers("MI300X", "MI325X", "H200-SXM"), LONG, sla=LONG_SLA, space=space, cal=CAL)
+    assert rec.plans
+    for p in rec.plans:
+        assert p.prefill is not None and p.decode is not None
+        assert p.decode.tp % p.prefill.tp == 0, (p.prefill, p.decode)
+
+
+def test_a_cached_prefix_shortens_the_disaggregated_prefill() -> None:
+    model = get_model("meta-llama/Llama-3.1-70B")
+    light = LONG.model_copy(update={"rate_rps": 1.0})
+    cached = light.model_copy(update={"prefix_cache_hit_rate": 0.9})
+    space = SearchSpace(max_gpus=512, weight_dtypes=("fp8",), layout_kinds=("disaggregated",))
+    plain = recommend(model, _offers("H100-SXM"), light, sla=Sla(tpot_ms=40), space=space, cal=CAL).plans[0]
+    hit = recommend(model, _offers("H100-SXM"), cached, sla=Sla(tpot_ms=40), space=space, cal=CAL).plans[0]
+    assert plain.ttft_ms is not None and hit.ttft_ms is not None
+    assert hit.ttft_ms < 0.5 * plain.ttft_ms  # 800 of 8,000 tokens computed
+
+
+def test_a_count_rejection_names_the_smallest_disaggregated_plan() -> None:
+    model = get_model("meta-llama/Llama-3.1-70B")
+    wide = SearchSpace(max_gpus=512, weight_dtypes=("fp8",), layout_kinds=("disaggregated",))
+    fewest = min(
+        p.num_gpus
+        for p in recommend(model, _offers("H200-SXM"), LONG, sla=LONG_SLA, space=wide, cal=CAL).plans
+    )
+    narrow = wide.model_copy(update={"max_gpus": fewest - 1})
+    with pytest.raises(InfeasibleError, match=f"disaggregated: needs {fewest} GPUs > max {fewest - 1}"):
+        recommend(model, _offers("H200-SXM"), LONG, sla=LONG_SLA, space=narrow, cal=CAL)
