@@ -56,6 +56,7 @@ LIBRARY_HOMES = {
     "typer": ("gpuplan.interfaces.cli",),
     "fastapi": ("gpuplan.interfaces.web",),
     "uvicorn": ("gpuplan.interfaces.web",),
+    "prometheus_client": ("gpuplan.interfaces.web",),
     "starlette": ("gpuplan.interfaces.web",),
     "plotly": ("gpuplan.interfaces.plots",),
     "sqlalchemy": ("gpuplan.adapters.store",),

@@ -1,8 +1,9 @@
 """Parse a Hugging Face ``config.json`` dict into a :class:`ModelSpec` (pure, no I/O).
 
 Dispatch is a table from ``model_type`` to a family parser (``hf_llama``, ``hf_deepseek``,
-``hf_trust_remote_code``, ``hf_legacy``, ``hf_hybrid``). Multimodal wrappers (``llama4``, ``gemma3``,
-``mistral3``) are parsed from their ``text_config``. Anything malformed raises
+``hf_trust_remote_code``, ``hf_legacy``, ``hf_hybrid``, ``hf_glm4_moe``, ``hf_qwen3_next``).
+Multimodal wrappers (``llama4``, ``gemma3``, ``mistral3``) are parsed from their ``text_config``.
+Anything malformed raises
 :class:`~gpuplan.core.errors.FileFormatError` naming the key and the model id; no other exception type
 escapes :func:`parse_hf_config`.
 
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 from gpuplan.adapters.models.config_reader import ConfigReader
 from gpuplan.adapters.models.hf_common import Fields, assemble
 from gpuplan.adapters.models.hf_deepseek import parse_deepseek
+from gpuplan.adapters.models.hf_glm4_moe import parse_glm4_moe
 from gpuplan.adapters.models.hf_hybrid import parse_nemotron_h
 from gpuplan.adapters.models.hf_legacy import (
     parse_bert,
@@ -32,6 +34,7 @@ from gpuplan.adapters.models.hf_legacy import (
     parse_phi,
 )
 from gpuplan.adapters.models.hf_llama import FAMILIES, parse_llama_like
+from gpuplan.adapters.models.hf_qwen3_next import parse_qwen3_next
 from gpuplan.adapters.models.hf_trust_remote_code import parse_chatglm, parse_qwen_v1
 from gpuplan.core.errors import FileFormatError, first_problem
 from gpuplan.core.model.spec import ModelSpec
@@ -52,6 +55,8 @@ _PARSERS: dict[str, Parser] = {
     "bert": parse_bert,
     **dict.fromkeys(("gpt", "gpt3", "nemotron"), parse_megatron),
     "nemotron_h": parse_nemotron_h,
+    "glm4_moe": parse_glm4_moe,
+    "qwen3_next": parse_qwen3_next,
 }
 _WRAPPERS: dict[str, str] = {"llama4": "llama4_text", "gemma3": "gemma3_text", "mistral3": "mistral"}
 """Multimodal model types whose language model is ``text_config`` (value: its default model_type)."""

@@ -31,7 +31,7 @@ def _mla(r: ConfigReader) -> MlaSpec:
     )
 
 
-def _moe(r: ConfigReader, core: Core) -> tuple[MoeSpec | None, int, int]:
+def deepseek_moe(r: ConfigReader, core: Core) -> tuple[MoeSpec | None, int, int]:
     """(moe, dense FFN layers, router-bias params). V3-style routing (``noaux_tc``) adds an
     ``e_score_correction_bias`` per expert per MoE layer."""
     experts = r.opt_int("n_routed_experts", maximum=MAX_EXPERTS)
@@ -59,7 +59,7 @@ def _moe(r: ConfigReader, core: Core) -> tuple[MoeSpec | None, int, int]:
 def parse_deepseek(r: ConfigReader, model_type: str) -> Fields:
     """Fields of a DeepSeek-family model; MLA for v2/v3/kimi_k2, standard MHA for v1."""
     core = read_core(r)
-    moe, dense_layers, router_bias = _moe(r, core)
+    moe, dense_layers, router_bias = deepseek_moe(r, core)
     norms = 2 * core.hidden
     fields = core.fields()
     if model_type in MLA_TYPES:

@@ -79,7 +79,7 @@ def _mixtral_moe(r: ConfigReader, core: Core) -> MoeParts:
     return moe, 0, 0
 
 
-def _qwen_moe(r: ConfigReader, core: Core) -> MoeParts:
+def qwen_moe(r: ConfigReader, core: Core) -> MoeParts:
     """Qwen2/3-MoE: layer i is MoE unless listed in ``mlp_only_layers`` or off the
     ``decoder_sparse_step``; Qwen2-MoE adds a shared expert with a 1-wide sigmoid gate."""
     step = r.integer("decoder_sparse_step", 1)
@@ -155,9 +155,9 @@ FAMILIES: dict[str, Family] = {
     "mixtral": Family(mask=_all_if_window, moe=_mixtral_moe),
     "phi3": Family(mask=_all_if_window),
     "qwen2": Family(qkv_bias=True, mask=_qwen_window),
-    "qwen2_moe": Family(qkv_bias=True, mask=_qwen_window, moe=_qwen_moe),
+    "qwen2_moe": Family(qkv_bias=True, mask=_qwen_window, moe=qwen_moe),
     "qwen3": Family(qk_norm=True, mask=_qwen_window),
-    "qwen3_moe": Family(qk_norm=True, mask=_qwen_window, moe=_qwen_moe),
+    "qwen3_moe": Family(qk_norm=True, mask=_qwen_window, moe=qwen_moe),
     "gemma": Family(tie_default=True),
     "gemma2": Family(norms_per_layer=4, tie_default=True, mask=_even_layers),
     "gemma3_text": Family(norms_per_layer=4, qk_norm=True, tie_default=True, mask=_gemma3_pattern),

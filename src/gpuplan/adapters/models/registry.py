@@ -6,7 +6,9 @@ Resolution order in :func:`get_model`:
    ``gpuplan/data/models/aliases.csv`` (chat/instruct variants and renamed repos with the same network);
 2. a path to a ``config.json``, or to a directory holding one;
 3. with ``huggingface_hub`` installed (extra ``gpuplan[hf]``): the local HF cache, then the Hub
-   (``hf_hub_download(repo_id, "config.json")``). Any failure there is an UnknownNameError.
+   (:mod:`gpuplan.adapters.models.hub`: one existence request without retries, then
+   ``hf_hub_download(repo_id, "config.json")``). Any failure there is an UnknownNameError whose hint
+   says why (Hub unreachable, no such repository, offline mode, download refused).
 
 Bundled specs are parsed lazily and cached; importing this module does no I/O.
 """
@@ -22,6 +24,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpuplan.adapters.models import hub
 from gpuplan.adapters.models.hf_config import parse_hf_config
 from gpuplan.core import jsontext
 from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
@@ -121,20 +124,13 @@ def _local_config(name: str) -> Path | None:
 
 
 def _hub_config(repo_id: str) -> Mapping[str, Any] | None:
-    """config.json of ``repo_id`` from the local HF cache or the Hub; None when unavailable."""
+    """config.json of ``repo_id`` from the local HF cache or the Hub (:mod:`.hub`); None when
+    ``repo_id`` is no repo id or huggingface_hub is not installed; :class:`~.hub.HubMiss` (its
+    message the hint) when the Hub has none."""
     if not _REPO_ID.match(repo_id):
         return None
-    try:
-        from huggingface_hub import hf_hub_download
-    except ImportError:
-        return None
-    for local_only in (True, False):
-        try:
-            path = hf_hub_download(repo_id, "config.json", local_files_only=local_only)
-        except Exception:  # offline, gated, missing, bad id: all mean "not found here"
-            continue
-        return _read_json(Path(str(path)), repo_id)
-    return None
+    path = hub.config_path(repo_id)
+    return None if path is None else _read_json(path, repo_id)
 
 
 def get_model(name_or_path: str) -> ModelSpec:
@@ -152,7 +148,10 @@ def get_model(name_or_path: str) -> ModelSpec:
     local = _local_config(name) if name else None
     if local is not None:
         return parse_hf_config(_read_json(local, name), model_id=name)
-    config = _hub_config(name) if name else None
+    try:
+        config = _hub_config(name) if name else None
+    except hub.HubMiss as miss:
+        raise UnknownNameError("model", name, [*bundled_ids(), *aliases()], hint=str(miss)) from None
     if config is not None:
         return parse_hf_config(config, model_id=name)
     raise UnknownNameError("model", name, [*bundled_ids(), *aliases()], hint=_hub_hint())

@@ -1,7 +1,8 @@
 """Runs and their request rows in one SQL database.
 
 Default: the SQLite file named by ``GPUPLAN_STORE`` (a path or any SQLAlchemy URL) or
-``~/.local/share/gpuplan/results.sqlite``; ``postgresql://…`` works too (psycopg installed). SQLite
+``~/.local/share/gpuplan/results.sqlite``; ``postgresql://…`` works too (extra ``gpuplan[postgres]``:
+psycopg 3, SQLAlchemy >= 2.1). SQLite
 runs in WAL mode with ``synchronous=NORMAL``: a committed row survives the process being killed.
 Rows are written by :class:`RecordWriter`, a thread that commits whatever has queued up at most every
 ``FLUSH_S``, so SIGKILL loses at most the requests that completed within that last moment.
@@ -156,9 +157,12 @@ class Store:
         try:
             self.engine: Engine = create_engine(self.url, future=True)
         except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+            driver_missing = isinstance(exc, ImportError) and self.url.startswith("postgresql")
             raise UserInputError(
                 redact(f"--store {self.url!r} is not a usable database URL: {exc}"),
-                hint="sqlite:///path.sqlite or postgresql://user@host/db",
+                hint="pip install 'gpuplan[postgres]'"
+                if driver_missing
+                else "sqlite:///path.sqlite or postgresql://user@host/db",
             ) from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)

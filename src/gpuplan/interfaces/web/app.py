@@ -1,4 +1,5 @@
-"""The FastAPI app: the one page (``/``), its static files, the JSON API (``/api``), OpenAPI (``/docs``).
+"""The FastAPI app: the one page (``/``), its static files, the JSON API (``/api``), OpenAPI (``/docs``),
+``/health`` and ``/metrics`` (:mod:`gpuplan.interfaces.web.metrics`).
 
 plotly.js is served from the installed ``plotly`` package (``/static/vendor/plotly.min.js``), so the
 page needs no CDN and no front-end build; without plotly the page still shows tables. Swagger UI
@@ -30,6 +31,7 @@ from gpuplan.interfaces.web.errors import (
     error_response,
     install_error_handlers,
 )
+from gpuplan.interfaces.web.metrics import install_health_and_metrics
 
 STATIC_DIR = Path(__file__).parent / "static"
 MAX_BODY_BYTES = 256 * 1024
@@ -156,6 +158,7 @@ def create_app(catalog: Catalog | None = None, *, hosts: Sequence[str] | None = 
     app.add_middleware(SecurityHeaders)
     if hosts is not None:
         app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))
+    install_health_and_metrics(app)  # its middleware last, outermost: a refused Host header counts too
     return app
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from models_testdata import raw_config
 
-from gpuplan.adapters.models import registry
+from gpuplan.adapters.models import hub, registry
 from gpuplan.adapters.models.registry import (
     aliases,
     bundled_ids,
@@ -151,10 +151,13 @@ def test_with_position_table_validates() -> None:
 
 
 def _fake_hub(monkeypatch: pytest.MonkeyPatch, download: Any) -> None:
+    """huggingface_hub replaced by ``download``; the Hub's existence check answers 200."""
     module = types.ModuleType("huggingface_hub")
     module.hf_hub_download = download  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "huggingface_hub", module)
     monkeypatch.setattr(registry, "_hub_config", REAL_HUB_CONFIG)
+    monkeypatch.setattr(hub, "probe_status", lambda _repo_id, _token: 200)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
 
 
 def test_hub_failures_become_unknown_name(monkeypatch: pytest.MonkeyPatch) -> None:
