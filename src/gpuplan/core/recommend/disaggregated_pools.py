@@ -30,7 +30,14 @@ from gpuplan.core.sla import Sla
 from gpuplan.core.units import MS_PER_S
 from gpuplan.core.workload import Workload
 
-__all__ = ["DecodeOption", "PrefillOption", "decode_options", "prefill_options"]
+__all__ = [
+    "BISECTION_STEPS",
+    "FIXED_POINT_ITERATIONS",
+    "DecodeOption",
+    "PrefillOption",
+    "decode_options",
+    "prefill_options",
+]
 
 BISECTION_STEPS = 12
 FIXED_POINT_ITERATIONS = 40
