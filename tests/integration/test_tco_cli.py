@@ -57,6 +57,25 @@ def test_a_recommend_answer_is_a_plan_to_price(invoke: Invoke, tmp_path: Path) -
     assert out["rent_quote"] == best["price_quote"] and out["purchase"]["provider"] is None
 
 
+def test_a_disaggregated_plan_is_priced_with_both_pools(invoke: Invoke, tmp_path: Path) -> None:
+    ask = ("recommend", "--model", "meta-llama/Llama-3.1-70B", "--rate", "20", "--input-tokens", "8000")
+    ask += ("--output-tokens", "500", "--ttft-ms", "2000", "--tpot-ms", "40", "--gpus", "H200-SXM")
+    run = invoke(*ask, "--layouts", "disaggregated", "--format", "json")
+    assert run.exit_code == 0, run.output
+    answer = json.loads(run.stdout)
+    best = answer["plans"][0]
+    assert best["layout_kind"] == "disaggregated"
+    plan = tmp_path / "plan.json"
+    plan.write_text(run.stdout, encoding="utf-8")
+    out = _json(invoke, plan, "--purchase-usd", "30000")
+    assert out["gpus"] == best["count"] == best["prefill"]["count"] + best["decode"]["count"]
+    best["prefill"]["gpu"] = "H100-SXM"  # pools on two GPU types: one tco per type
+    plan.write_text(json.dumps(answer), encoding="utf-8")
+    two = invoke("tco", plan)
+    assert two.exit_code != 0
+    assert "pools on two GPU types (H100-SXM+H200-SXM); tco prices one type" in two.output
+
+
 def test_flags_a_plan_file_would_ignore_are_refused(
     invoke: Invoke, user_error: Callable[..., str], tmp_path: Path
 ) -> None:

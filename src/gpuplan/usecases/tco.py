@@ -89,7 +89,13 @@ def tco_for_plan(catalog: Catalog, path: Path, *, req: TcoRequest) -> TcoAnswer:
         quote = typed_quote(usd_per_gpu_hour=req.rent_usd_per_gpu_hour, kind=req.kind)
     if quote is None:
         raise UserInputError(f"{path}: its best plan has no price_quote", hint="give --usd-per-gpu-hour")
-    return _answer(catalog, best.gpu, best.layout.num_gpus, quote, rec.price_basis, req)
+    if best.prefill is not None and best.prefill.gpu != best.gpu:
+        raise UserInputError(
+            f"{path}: its best plan has pools on two GPU types ({best.gpu_types}); tco prices one type",
+            hint=f"run gpuplan tco --gpu {best.prefill.gpu} --count {best.prefill.count} and "
+            f"--gpu {best.gpu} --count {best.layout.num_gpus}",
+        )
+    return _answer(catalog, best.gpu, best.num_gpus, quote, rec.price_basis, req)
 
 
 def _answer(
