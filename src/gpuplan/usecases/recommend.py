@@ -69,7 +69,7 @@ def recommend_from_scenario(
         layout_kinds=sc.layouts.kinds,
         kv_transport=sc.layouts.kv_transport,
         mixed_pools=sc.layouts.mixed_pools,
-        speculative=deployment_speculative(sc),
+        speculative=deployment_speculative(sc, model),
     )
     gpus = sc.hardware.gpus or ([sc.hardware.gpu] if sc.hardware.gpu else None)
     basis = basis or scenario_price_basis(sc, catalog)

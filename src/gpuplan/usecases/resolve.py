@@ -27,7 +27,7 @@ from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import check_context_window, check_generative
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
-from gpuplan.core.perf.speculative import Speculative
+from gpuplan.core.perf.speculative import Speculative, check_speculative
 from gpuplan.core.pricing import PriceBasis, PriceQuote, missing_quote, typed_quote
 from gpuplan.core.recommend.request import GpuOffer
 from gpuplan.core.workload import Workload
@@ -103,24 +103,32 @@ def deployment_layout(sc: DeploymentDocument, model: ModelSpec, gpu: GpuSpec) ->
         kv_dtype=sc.precision.kv_cache,
         engine=sc.engine,
         gpu_memory_utilization=sc.gpu_memory_utilization,
-        speculative=deployment_speculative(sc),
+        speculative=deployment_speculative(sc, model),
     )
     check_layout(model, gpu, layout)
     return layout
 
 
-def deployment_speculative(sc: DeploymentDocument) -> Speculative | None:
-    """The document's speculative decoding, its draft model resolved once here (like ``model``)."""
+def deployment_speculative(sc: DeploymentDocument, model: ModelSpec) -> Speculative | None:
+    """The document's speculative decoding, its draft model resolved once here (like ``model``) and
+    checked against the target ``model`` (``speculative.check_speculative``)."""
     section = sc.speculative
     if section is None:
         return None
     draft = get_model(section.draft_model) if section.draft_model else None
-    return Speculative(
+    spec = Speculative(
         method=section.method,
         draft_tokens=section.draft_tokens,
         acceptance_rate=section.acceptance_rate,
         draft_model=draft,
     )
+    try:
+        check_speculative(spec, model)
+    except ValueError as why:
+        raise UserInputError(
+            str(why), hint="use --spec-method eagle or ngram, or a --draft-model of the target's family"
+        ) from None
+    return spec
 
 
 def prefix_hit_rate(sc: ServingDocument) -> float:

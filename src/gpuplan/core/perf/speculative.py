@@ -177,6 +177,29 @@ class Speculative(FrozenModel):
         return self.method in ("mtp", "eagle")
 
 
+MTP_MODEL_TYPES = frozenset({"deepseek_v3", "glm4_moe", "qwen3_next"})
+"""Model types whose checkpoints ship multi-token-prediction layers: DeepSeek-V3/R1 and GLM-4.5
+(``num_nextn_predict_layers: 1`` in https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json
+and https://huggingface.co/zai-org/GLM-4.5/blob/main/config.json), Qwen3-Next (``mtp_num_hidden_layers``,
+https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json)."""
+
+
+def check_speculative(spec: Speculative, target: ModelSpec) -> None:
+    """ValueError when ``spec`` cannot run on ``target``: MTP on a model without MTP layers, or a draft
+    model with another vocabulary (the target verifies the draft's token ids, so they must be its own)."""
+    if spec.method == "mtp" and target.model_type not in MTP_MODEL_TYPES:
+        raise ValueError(
+            f"--spec-method mtp needs a model with multi-token-prediction layers "
+            f"({', '.join(sorted(MTP_MODEL_TYPES))}); {target.id} ({target.model_type}) has none"
+        )
+    draft = spec.draft_model
+    if draft is not None and draft.vocab_size != target.vocab_size:
+        raise ValueError(
+            f"--draft-model {draft.id} has a {draft.vocab_size:,}-token vocabulary and {target.id} "
+            f"{target.vocab_size:,}: a draft must share the target's tokenizer"
+        )
+
+
 def per_token_s(spec: Speculative, *, verify_s: float, proposer_pass_s: float) -> float:
     """Decode time per emitted token: ``(t_verify + k · t_proposer) / τ`` (module docstring)."""
     return (verify_s + spec.draft_tokens * proposer_pass_s) / spec.tokens_per_step

@@ -173,7 +173,8 @@ class PoolPlan(FrozenModel):
 class PlanLayoutKeys(FrozenModel):
     """A plan's layout as the flat keys of the JSON contract (docs/json.md), in their order: GPUs in
     all, TP and PP of a replica, replicas, the weight dtype and the KV dtype the layout resolves to,
-    then the expert-parallel and attention data-parallel degrees (1 in plans written before them)."""
+    then the expert-parallel and attention data-parallel degrees (1 in plans written before them) and
+    the speculative decoding (null when off, and in plans written before it)."""
 
     count: int
     tp: int
@@ -183,6 +184,9 @@ class PlanLayoutKeys(FrozenModel):
     kv_dtype: str
     ep: int = 1
     attention_dp: int = 1
+    speculative: Speculative | None = Field(
+        default=None, description="speculative decoding of the plan (core/perf/speculative.py); null: off"
+    )
 
     @model_validator(mode="after")
     def _count_is_all_gpus(self) -> PlanLayoutKeys:
@@ -198,7 +202,12 @@ class PlanLayoutKeys(FrozenModel):
         """The keys of ``layout``: its fields of the same names (dtypes by name), all its GPUs, the
         name of its resolved KV dtype."""
         same = layout.model_dump(include={"tp", "pp", "replicas", "weight_dtype", "ep", "attention_dp"})
-        return cls(count=layout.num_gpus, kv_dtype=layout.resolved_kv_dtype.name, **same)
+        return cls(
+            count=layout.num_gpus,
+            kv_dtype=layout.resolved_kv_dtype.name,
+            speculative=layout.speculative,
+            **same,
+        )
 
     def to_layout(self) -> Layout:
         """The layout these keys describe (its engine is not in them: the default)."""

@@ -101,7 +101,14 @@ def wide_ep_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace, dtype: s
         ranks = nodes * node
         if ranks < 2 or ranks > min(space.max_gpus, model.moe.num_experts):
             continue
-        layout = Layout(tp=1, ep=ranks, attention_dp=ranks, weight_dtype=dtype, engine=space.engine)
+        layout = Layout(
+            tp=1,
+            ep=ranks,
+            attention_dp=ranks,
+            weight_dtype=dtype,
+            engine=space.engine,
+            speculative=space.speculative,
+        )
         try:
             check_layout(model, gpu, layout)
         except GpuplanError:
