@@ -323,7 +323,7 @@ async def train_plan_plots(body: TrainPlanBody, catalog: CatalogDep, response: R
     req, bound = train_request(body)
     _bound_header(bound, response)
     result = await bounded_call(lambda: plan_training(req, catalog))
-    bars = train_memory_bars(result, catalog, limit=plots.MEMORY_MAX_PLANS)
+    bars = train_memory_bars(result, limit=plots.MEMORY_MAX_PLANS)
     figures = {
         "pareto": plots.figure_json(plots_training.train_pareto_figure(result)),
         "memory": plots.figure_json(plots_training.train_memory_figure(bars)),
