@@ -418,3 +418,54 @@ def test_page_reflows_on_a_narrow_screen(server: str, browser: Any) -> None:
         assert page["overflow"] == "auto" and page["boxRight"] <= width_px, page  # ... and scrolls in its box
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_price_basis_fields_price_both_views_like_the_api(server: str, browser: Any) -> None:
+    """The Prices fields are train-plan's --provider / --price-basis and a recommend scenario's
+    prices.provider / prices.basis: the page answers as the API does on that basis, names it, shows the
+    training Why, and a provider the catalog does not know is the CLI's line next to the field."""
+    import httpx
+
+    api = httpx.post(f"{server}/api/train-plan", json={**TRAIN_BODY, "provider": "AWS"}, timeout=60).json()
+    assert api["price_basis"]["key"] == "provider:aws"
+    _open(browser, server)
+    browser.find_element(By.ID, "wl-training").click()
+    Select(browser.find_element(By.ID, "method")).select_by_value("lora")
+    _fill(browser, {**TRAIN_FORM, "provider": "AWS"})
+    _wait(
+        browser,
+        "the AWS-priced training plans",
+        lambda d: (
+            _ready(d)
+            and [row[:3] for row in _rows(d, "train-plans")]
+            == [[p["gpu"], str(p["gpus"]), p["layout"]] for p in api["plans"]]
+        ),
+    )
+    note = browser.find_element(By.ID, "train-price-basis").text
+    assert note == f"Prices: {api['price_basis']['label']} (every GPU on this basis)."
+    why = browser.execute_script(
+        "return [...document.querySelectorAll('#train-why li')].map((li) => li.textContent)"
+    )
+    assert why == api["why"]
+
+    browser.find_element(By.ID, "wl-inference").click()
+    _fill(browser, {**FORM, "provider": ""})
+    Select(browser.find_element(By.ID, "price_basis")).select_by_value("hyperscaler")
+    doc = {**BODY, "prices": {"basis": "hyperscaler"}}
+    rec = httpx.post(f"{server}/api/recommend", json=doc, timeout=60).json()
+    _wait(
+        browser,
+        "the hyperscaler-priced plans",
+        lambda d: _ready(d) and d.find_element(By.ID, "price-basis").text.startswith("Prices: hyperscaler"),
+    )
+    assert (
+        browser.find_element(By.ID, "price-basis").text
+        == f"Prices: {rec['price_basis']['label']} (every GPU on this basis)."
+    )
+    assert _top_row(browser)[:2] == [rec["plans"][0]["gpu"], str(rec["plans"][0]["count"])]
+
+    Select(browser.find_element(By.ID, "price_basis")).select_by_value("")
+    _fill(browser, {"provider": "Nope"})
+    shown = _wait(browser, "the error next to provider", lambda d: d.find_element(By.ID, "err-provider").text)
+    assert shown.startswith("error: provider 'Nope' is not a provider in the catalog; valid: ")
+    assert browser.find_element(By.ID, "provider").get_attribute("aria-invalid") == "true"

@@ -65,11 +65,11 @@ def tco_for_gpu(catalog: Catalog, *, gpu: str, count: int, basis: PriceBasis, re
         raise UserInputError(
             missing_quote(gpu=spec.id, kind=req.kind, basis=basis), hint="or give --usd-per-gpu-hour"
         )
-    return _answer(catalog, spec.id, count, quote, basis, req)
+    return tco_answer(catalog, spec.id, count, quote, basis, req)
 
 
-def tco_for_plan(catalog: Catalog, path: Path, *, req: TcoRequest) -> TcoAnswer:
-    """Rent vs buy for the best plan of a ``recommend --format json`` file, at the plan's own quote."""
+def read_plan_file(path: Path) -> Recommendation:
+    """A ``recommend --format json`` file with at least one plan; FileFormatError otherwise."""
     try:
         rec = Recommendation.model_validate(jsontext.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError) as exc:
@@ -83,6 +83,12 @@ def tco_for_plan(catalog: Catalog, path: Path, *, req: TcoRequest) -> TcoAnswer:
         raise FileFormatError(
             f"{path}: the recommendation has no plan to price", hint="pass --gpu and --count"
         )
+    return rec
+
+
+def tco_for_plan(catalog: Catalog, path: Path, *, req: TcoRequest) -> TcoAnswer:
+    """Rent vs buy for the best plan of a ``recommend --format json`` file, at the plan's own quote."""
+    rec = read_plan_file(path)
     best = rec.plans[0]
     quote = best.price_quote
     if req.rent_usd_per_gpu_hour is not None:
@@ -95,10 +101,10 @@ def tco_for_plan(catalog: Catalog, path: Path, *, req: TcoRequest) -> TcoAnswer:
             hint=f"run gpuplan tco --gpu {best.prefill.gpu} --count {best.prefill.count} and "
             f"--gpu {best.gpu} --count {best.layout.num_gpus}",
         )
-    return _answer(catalog, best.gpu, best.num_gpus, quote, rec.price_basis, req)
+    return tco_answer(catalog, best.gpu, best.num_gpus, quote, rec.price_basis, req)
 
 
-def _answer(
+def tco_answer(
     catalog: Catalog, gpu: str, count: int, quote: PriceQuote, basis: PriceBasis | None, req: TcoRequest
 ) -> TcoAnswer:
     spec = catalog.get_gpu(gpu)

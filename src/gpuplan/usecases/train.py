@@ -19,10 +19,10 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import MAX_GPU_COUNT
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.memory import usable_memory_bytes
-from gpuplan.core.pricing import PriceBasis, PriceQuote, missing_quote
+from gpuplan.core.pricing import PriceBasis, missing_quote
 from gpuplan.core.training.flops import MFU_CONVENTION
 from gpuplan.core.training.memory import TrainingMemory, training_memory
-from gpuplan.core.training.plan import TrainingCost, training_cost
+from gpuplan.core.training.plan import training_cost
 from gpuplan.core.training.search import search_layouts
 from gpuplan.core.training.spec import (
     MAX_GLOBAL_BATCH,
@@ -40,6 +40,8 @@ from gpuplan.core.training.step import StepPrediction, predict_step
 from gpuplan.core.units import GIB
 from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.pricing import price_basis
+from gpuplan.usecases.train_why import explain_training
+from gpuplan.usecases.training_plan import TrainPlan
 
 MIN_INTER_NODE_GBPS = 1.0
 """Slowest scale-out link accepted: 1 Gb/s Ethernet."""
@@ -79,24 +81,6 @@ class TrainPlanRequest(FrozenModel):
     )
 
 
-class TrainPlan(FrozenModel):
-    gpu: str
-    gpus: int
-    layout: str
-    step: StepPrediction
-    memory_gib_per_gpu: float
-    cost: TrainingCost
-    price_quote: PriceQuote | None = Field(
-        default=None, description="the on-demand quote the plan is priced from, on the answer's price basis"
-    )
-    price_missing: str = Field(
-        default="", description="why the price basis gives this GPU no on-demand price"
-    )
-    memory: TrainingMemory = Field(
-        exclude=True, description="memory by part of the most loaded GPU (not in the JSON answer)"
-    )
-
-
 class TrainingFactors(FrozenModel):
     """Where a plan's training factors came from, and what a profile changed."""
 
@@ -115,6 +99,7 @@ class TrainPlanResult(FrozenModel):
     factors: TrainingFactors
     price_basis: PriceBasis | None = None
     plans: list[TrainPlan]
+    why: list[str] = Field(description="why the winner beats the next plan, from the plans' numbers")
     rejected: list[tuple[str, str]]
 
 
@@ -262,10 +247,12 @@ def _plan(
         layout=best.layout.label(),
         step=best.step,
         memory_gib_per_gpu=best.memory.total_bytes / GIB,
+        usable_gib_per_gpu=usable_memory_bytes(gpu) / GIB,
         cost=cost,
         price_quote=quotes.get("on_demand"),
         price_missing=missing,
         memory=best.memory,
+        parallel=best.layout,
     )
     if req.deadline_hours is not None and cost.wall_hours > req.deadline_hours:
         return None, f"{cost.wall_hours:.1f} h misses the {req.deadline_hours:g} h deadline"
@@ -302,23 +289,27 @@ def plan_training(
         for count in _counts(req.max_gpus):
             if job.global_batch % count and count > 1:
                 continue
-            plan, why = _plan(req, catalog, gpu_id, count, model, job, factors, basis)
+            plan, miss = _plan(req, catalog, gpu_id, count, model, job, factors, basis)
             if plan is not None:
                 plans.append(plan)
             else:
-                rejected.append((f"{gpu_id} x{count}", why))
+                rejected.append((f"{gpu_id} x{count}", miss))
     if not plans:
         misses = "; ".join(f"{name}: {why}" for name, why in rejected[:3])
         raise InfeasibleError(f"no plan fits or meets the deadline ({misses})")
     key = _cost_key if req.objective == "cost" else (lambda p: p.cost.wall_hours)
     plans.sort(key=key)
+    shown = plans[:PLAN_LIMIT]
     return TrainPlanResult(
         model=model.id,
         method=job.method,
         tokens=req.tokens,
         factors=training_factors(factors, catalog),
         price_basis=basis,
-        plans=plans[:PLAN_LIMIT],
+        plans=shown,
+        why=explain_training(
+            shown, tokens=req.tokens, objective=req.objective, deadline_hours=req.deadline_hours
+        ),
         rejected=rejected,
     )
 
@@ -334,8 +325,9 @@ class TrainMemoryBar(FrozenModel):
     usable_gib: float = Field(description="usable memory of one GPU")
 
 
-def train_memory_bars(result: TrainPlanResult, catalog: Catalog, *, limit: int) -> list[TrainMemoryBar]:
-    """Memory by part of the top ``limit`` plans, as the layout search found it for each plan."""
+def train_memory_bars(result: TrainPlanResult, *, limit: int) -> list[TrainMemoryBar]:
+    """Memory by part of the top ``limit`` plans, as the layout search found it for each plan (and
+    the usable memory of its GPU, carried by the plan)."""
     return [
         TrainMemoryBar(
             rank=rank,
@@ -343,7 +335,7 @@ def train_memory_bars(result: TrainPlanResult, catalog: Catalog, *, limit: int) 
             gpus=plan.gpus,
             layout=plan.layout,
             memory=plan.memory,
-            usable_gib=usable_memory_bytes(catalog.get_gpu(plan.gpu)) / GIB,
+            usable_gib=plan.usable_gib_per_gpu,
         )
         for rank, plan in enumerate(result.plans[:limit], start=1)
     ]

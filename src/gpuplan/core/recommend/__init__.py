@@ -80,6 +80,7 @@ def recommend(
     return Recommendation(
         model=model.id,
         workload=target,
+        sla=sla,
         objective=objective,
         price_basis=price_basis,
         confidence=at.confidence if at else None,

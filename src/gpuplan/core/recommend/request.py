@@ -22,6 +22,7 @@ from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import InferenceMemory
 from gpuplan.core.perf.speculative import Speculative
 from gpuplan.core.pricing import PriceBasis, PriceQuote
+from gpuplan.core.sla import Sla
 from gpuplan.core.units import GIB
 from gpuplan.core.workload import Workload
 
@@ -366,10 +367,12 @@ class Rejection(FrozenModel):
 
 class Recommendation(FrozenModel):
     """Ranked plans for one model and workload. ``workload``: the request it answers (lengths and
-    load), so a plan file carries what ``k8s render`` needs; None in files written before it was."""
+    load), so a plan file carries what ``k8s render`` needs; ``sla``: the latency limits the plans meet,
+    so ``tco --load-growth`` can re-plan; each None in files written before it was."""
 
     model: str
     workload: Workload | None = None
+    sla: Sla | None = Field(default=None, description="the latency limits every plan of this answer meets")
     objective: Objective
     price_basis: PriceBasis | None = Field(
         default=None, description="the providers every plan of this answer is priced from"

@@ -16,7 +16,16 @@ from gpuplan.core.redact import redact
 from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import app
 
-__all__ = ["LATENCY_METRICS", "STATS", "StoreOpt", "announce", "bench_app", "results_app", "summary_table"]
+__all__ = [
+    "LATENCY_METRICS",
+    "STATS",
+    "StoreOpt",
+    "announce",
+    "bench_app",
+    "goodput_line",
+    "results_app",
+    "summary_table",
+]
 
 bench_app = typer.Typer(no_args_is_help=True, help="Measure: serving load tests (and GPU micro-benchmarks).")
 results_app = typer.Typer(
@@ -42,6 +51,15 @@ def announce(run_id: str, store_url: str) -> None:
     sys.stderr.flush()
 
 
+def goodput_line(s: dict[str, Any]) -> str:
+    """The goodput of a run given goodput limits (``--slo-ttft-ms``/``--slo-tpot-ms``): the requests/s
+    completed within them, beside the achieved rate (docs/bench.md)."""
+    return (
+        f"goodput {s['goodput_rps']:.2f} req/s within the SLO (--slo-ttft-ms/--slo-tpot-ms), "
+        f"of {s['achieved_rate']:.2f} req/s achieved"
+    )
+
+
 def summary_table(s: dict[str, Any]) -> None:
     """One load-test run's summary, as stored (its JSON keys: docs/bench.md)."""
     load = {"rate": f"{s['target_rate']} req/s", "trace": "trace"}.get(
@@ -52,6 +70,8 @@ def summary_table(s: dict[str, Any]) -> None:
         f"achieved {s['achieved_rate']:.1f} req/s, {s['output_tokens_per_s']:.0f} output tokens/s",
         highlight=False,
     )
+    if s.get("goodput_rps") is not None:
+        render.console.print(goodput_line(s), highlight=False)
     rows = [[m, *(s[m][k] for k in STATS)] for m in LATENCY_METRICS]
     lag = s["client"]
     rows += [

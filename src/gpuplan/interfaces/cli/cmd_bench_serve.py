@@ -284,36 +284,18 @@ def _sweep(
     if shape == "json":
         render.emit_json([s.model_dump(mode="json") for s in summaries])
         return
-    render.table(
-        "sweep",
+    goodput = any(s.goodput_rps is not None for s in summaries)
+    headers = ["target req/s", "achieved", "ok", "failed", "TTFT p50", "TTFT p99 (sched)", "TPOT p99"]
+    headers += ["ITL mean", "out tok/s", *(["goodput req/s"] if goodput else []), "run"]
+    rows = [
         [
-            "target req/s",
-            "achieved",
-            "ok",
-            "failed",
-            "TTFT p50",
-            "TTFT p99 (sched)",
-            "TPOT p99",
-            "ITL mean",
-            "out tok/s",
-            "run",
-        ],
-        [
-            [
-                s.target_rate_rps,
-                s.achieved_rate_rps,
-                s.requests_completed,
-                s.requests_failed,
-                s.ttft_ms.p50,
-                s.ttft_from_schedule_ms.p99,
-                s.tpot_ms.p99,
-                s.itl_ms.mean,
-                s.output_tokens_per_s,
-                s.run_id[:12],
-            ]
-            for s in summaries
-        ],
-    )
+            s.target_rate_rps, s.achieved_rate_rps, s.requests_completed, s.requests_failed, s.ttft_ms.p50,
+            s.ttft_from_schedule_ms.p99, s.tpot_ms.p99, s.itl_ms.mean, s.output_tokens_per_s,
+            *([s.goodput_rps] if goodput else []), s.run_id[:12],
+        ]
+        for s in summaries
+    ]  # fmt: skip
+    render.table("sweep", headers, rows)
 
 
 def _slo_search(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
+from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.cost import (
     DEFAULT_AMORTISATION_YEARS,
     DEFAULT_PUE,
@@ -32,12 +34,17 @@ from gpuplan.interfaces.cli.render import json_or_table, lines, table
 from gpuplan.interfaces.cli.views import quote_lines
 from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.tco import TcoAnswer, TcoRequest, tco_for_gpu, tco_for_plan
+from gpuplan.usecases.tco_growth import GrowthRequest, TcoGrowthAnswer, tco_for_growth
 
 PlanArg = Annotated[Path | None, typer.Argument(help="a 'recommend --format json' answer (its best plan)")]
 RentOpt = Annotated[float | None, typer.Option(help="rent $/GPU-hour (default: the basis's quote)")]
 BuyOpt = Annotated[float | None, typer.Option(help="purchase $ per GPU (default: the catalog's)")]
 ShareOpt = Annotated[float, typer.Option(help="share of hours used (rent billed, power drawn)")]
 OverheadOpt = Annotated[float, typer.Option(help="host/network share on top of the GPU price")]
+GrowthOpt = Annotated[
+    float | None,
+    typer.Option(help="with PLAN.json: re-plan at this many times its load (rate or concurrency)"),
+]
 
 
 @app.command("tco")
@@ -58,37 +65,74 @@ def tco_cmd(
     catalog: CatalogOpt = None,
     provider: ProviderOpt = None,
     price_basis: PriceBasisOpt = None,
+    load_growth: GrowthOpt = None,
+    model: Annotated[str | None, typer.Option(help="with PLAN.json: re-plan for this (bigger) model")] = None,
     plot: Annotated[
         Path | None, typer.Option(help="also draw money spent by month to FILE.html or FILE.png")
     ] = None,
     format: FormatOpt = "table",
 ) -> None:
-    """Rent vs buy: monthly cost of each, the break-even month, and the totals over the amortisation period."""
-    if (plan is None) == (gpu is None):
-        raise UserInputError(
-            "give exactly one of PLAN.json and --gpu (with --count)",
-            hint="e.g. gpuplan tco --gpu A100-80GB-SXM --count 8",
-        )
-    check_whole_number("--count", count, maximum=MAX_GPU_COUNT)
+    """Rent vs buy: monthly cost of each, the break-even month, and the totals over the amortisation period;
+    with PLAN.json and --load-growth/--model, re-plan the grown workload and price buying for it."""
+    shape = fmt(format)
     ownership = {"utilisation": utilisation, "pue": pue, "usd_per_kwh": usd_per_kwh}
     ownership |= {"amortisation_years": years, "server_overhead": server_overhead}
     req = _request(
         rent_usd_per_gpu_hour=usd_per_gpu_hour, purchase_usd=purchase_usd, ownership=ownership,
         resale_share=resale, staff_usd_per_month=staff_usd_per_month,
     )  # fmt: skip
-    cat = catalog_from(catalog)
-    if plan is not None:
-        extra = {"provider": provider, "price_basis": price_basis, "count": None if count == 1 else count}
-        refuse_flags(PLAN_IS_PRICED, **extra)
-        answer = tco_for_plan(cat, plan, req=req)
-    else:
-        basis = price_basis_of(cat, provider=provider, basis=price_basis)
-        answer = tco_for_gpu(cat, gpu=str(gpu), count=count, basis=basis, req=req)
-    _view(answer, fmt(format))
+    what = TcoTarget(plan, gpu, count, provider, price_basis, _growth(load_growth, model))
+    answer = _answer(what, req, catalog_from(catalog))
+    _growth_view(answer, shape) if isinstance(answer, TcoGrowthAnswer) else _view(answer, shape)
     if plot is not None:
         from gpuplan.interfaces.plots.cost import write_tco_plot
 
         write_tco_plot(plot, answer)
+
+
+@dataclass(frozen=True)
+class TcoTarget:
+    """What is rented or bought: a PLAN.json (grown when ``growth``), or ``gpu`` x ``count`` on a basis."""
+
+    plan: Path | None
+    gpu: str | None
+    count: int
+    provider: str | None
+    price_basis: str | None
+    growth: GrowthRequest | None
+
+
+def _growth(load_growth: float | None, model: str | None) -> GrowthRequest | None:
+    """``--load-growth`` / ``--model`` as a validated request (None: neither given)."""
+    if load_growth is None and model is None:
+        return None
+    try:
+        return GrowthRequest(load_growth=1.0 if load_growth is None else load_growth, model=model)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        raise UserInputError(f"--load-growth {load_growth}: {str(err['msg']).lower()}") from None
+
+
+def _answer(what: TcoTarget, req: TcoRequest, cat: Catalog) -> TcoAnswer:
+    """The one use-case call the target asks for."""
+    if (what.plan is None) == (what.gpu is None):
+        raise UserInputError(
+            "give exactly one of PLAN.json and --gpu (with --count)",
+            hint="e.g. gpuplan tco --gpu A100-80GB-SXM --count 8",
+        )
+    check_whole_number("--count", what.count, maximum=MAX_GPU_COUNT)
+    if what.plan is None:
+        if what.growth is not None:
+            raise UserInputError(
+                "--load-growth and --model re-plan a PLAN.json", hint="pass a recommend JSON"
+            )
+        basis = price_basis_of(cat, provider=what.provider, basis=what.price_basis)
+        return tco_for_gpu(cat, gpu=str(what.gpu), count=what.count, basis=basis, req=req)
+    extra = {"count": None if what.count == 1 else what.count}
+    refuse_flags(PLAN_IS_PRICED, provider=what.provider, price_basis=what.price_basis, **extra)
+    if what.growth is not None:
+        return tco_for_growth(cat, what.plan, req=req, growth=what.growth)
+    return tco_for_plan(cat, what.plan, req=req)
 
 
 PLAN_IS_PRICED = (
@@ -152,3 +196,28 @@ def _view(r: TcoAnswer) -> None:
         ],
         title="Why",
     )
+
+
+@json_or_table
+def _growth_view(r: TcoGrowthAnswer) -> None:
+    """Today's plan against the re-planned one, then rent vs buy of the grown plan."""
+    g = r.growth
+    rows = [
+        (name, p.model, p.gpu, p.gpus, f"tp{p.tp} pp{p.pp} x{p.replicas} {p.weight_dtype}", p.usd_per_hour,
+         p.upfront_usd, p.break_even_months)
+        for name, p in (("today", g.today), (f"grown x{g.load_growth:g}", g.grown))
+    ]  # fmt: skip
+    table(
+        "Growth, re-planned on the same GPU, dtype and price basis",
+        ["plan", "model", "gpu", "gpus", "layout", "$/h", "upfront $", "break-even months"],
+        rows,
+    )
+    lines(
+        [
+            f"Buy {g.extra_gpus:+d} {g.grown.gpu} for the grown load (${g.extra_upfront_usd:,.0f} more upfront now, "
+            "or the same later at today's price); per GPU the break-even month does not move, since upfront "
+            "and monthly savings both scale with the GPU count.",
+        ],
+        title="Growth",
+    )
+    _view(r, "table")

@@ -215,6 +215,7 @@ def _plan_table(result: TrainPlanResult) -> None:
         [f"{rank}. {p.gpu} x{p.gpus}" for rank, p in enumerate(result.plans, start=1)],
         [p.step for p in result.plans],
     )
+    lines(result.why, title="Why")
     lines([f"MFU and HFU: {result.mfu_convention}", *result.factors.notes], title="conventions and factors")
     _quotes(result)
     if result.rejected:

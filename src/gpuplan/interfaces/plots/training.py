@@ -15,7 +15,8 @@ from gpuplan.core.units import GIB
 from gpuplan.interfaces.plots.serving import Point, plotly_modules, scatter_with_front
 
 if TYPE_CHECKING:  # the answers drawn; names for the annotations only
-    from gpuplan.usecases.train import TrainMemoryBar, TrainPlan, TrainPlanResult
+    from gpuplan.usecases.train import TrainMemoryBar, TrainPlanResult
+    from gpuplan.usecases.training_plan import TrainPlan
 
 TRAIN_COST_KIND = "on_demand"
 """The price kind on the cost axis of the training Pareto chart."""

@@ -22,6 +22,7 @@ from gpuplan.adapters.scenario_files.simulate import SimulateScenario
 from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.pricing import PriceBasis
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.data.error_model import default_error_model
 from gpuplan.interfaces.plots import serving as plots
@@ -41,6 +42,7 @@ from gpuplan.interfaces.web.schemas import (
 from gpuplan.usecases import fit as fit_usecase
 from gpuplan.usecases.fit import FitResult
 from gpuplan.usecases.predict import PredictResult, predict_from_scenario
+from gpuplan.usecases.pricing import price_basis, scenario_price_basis
 from gpuplan.usecases.recommend import recommend_from_scenario, throughput_scaling
 from gpuplan.usecases.resolve import offers
 from gpuplan.usecases.simulate import requests_planned, simulate_scenario
@@ -98,6 +100,32 @@ def model_spec(name: str, config_json: dict[str, Any] | None) -> ModelSpec | Non
     if name.strip().lower() not in known:
         raise UnknownNameError("model", name.strip(), [*bundled_ids(), *aliases()], hint=HUB_HINT)
     return None
+
+
+def field_checked(fn: Callable[[], T], fields: tuple[str, ...]) -> T:
+    """``fn()``, its UserInputError tagged with the field its message starts with (of ``fields``)."""
+    try:
+        return fn()
+    except UserInputError as exc:
+        field = next((f for f in fields if exc.message.startswith(f)), None)
+        if field is None:
+            raise
+        raise FieldError(exc.message, field=field, hint=exc.hint) from None
+
+
+def train_basis(body: TrainPlanBody, catalog: Catalog) -> PriceBasis:
+    """The price basis of ``train-plan``'s ``--provider`` / ``--price-basis``, from the body's fields of
+    those names (a bad one: the CLI's message, naming the field)."""
+    return field_checked(
+        lambda: price_basis(
+            catalog,
+            provider=body.provider,
+            basis=body.price_basis,
+            provider_flag="provider",
+            basis_flag="price_basis",
+        ),
+        ("provider", "price_basis"),
+    )
 
 
 async def bounded_call(fn: Callable[[], T]) -> T:
@@ -165,6 +193,7 @@ async def _recommend(
     body: WebScenario, catalog: Catalog, response: Response
 ) -> tuple[WebScenario, Recommendation, SearchBound]:
     sc, bound = bound_search(body)
+    field_checked(lambda: scenario_price_basis(sc, catalog), ("prices.provider", "prices.basis"))
     spec = model_spec(sc.model, sc.config_json)
     sure = intervals()
     rec = await bounded_call(lambda: recommend_from_scenario(sc, catalog, spec=spec, uncertainty=sure))
@@ -314,16 +343,18 @@ def train_request(body: TrainPlanBody) -> tuple[TrainPlanRequest, SearchBound]:
 async def train_plan(body: TrainPlanBody, catalog: CatalogDep, response: Response) -> TrainPlanResult:
     """Ranked training plans; the search bound is in the X-Gpuplan-Search-Bound header."""
     req, bound = train_request(body)
+    basis = train_basis(body, catalog)
     _bound_header(bound, response)
-    return await bounded_call(lambda: plan_training(req, catalog))
+    return await bounded_call(lambda: plan_training(req, catalog, basis=basis))
 
 
 @router.post("/plots/train-plan", response_model=TrainPlots, summary="train-plan with the page's charts")
 async def train_plan_plots(body: TrainPlanBody, catalog: CatalogDep, response: Response) -> TrainPlots:
     req, bound = train_request(body)
+    basis = train_basis(body, catalog)
     _bound_header(bound, response)
-    result = await bounded_call(lambda: plan_training(req, catalog))
-    bars = train_memory_bars(result, catalog, limit=plots.MEMORY_MAX_PLANS)
+    result = await bounded_call(lambda: plan_training(req, catalog, basis=basis))
+    bars = train_memory_bars(result, limit=plots.MEMORY_MAX_PLANS)
     figures = {
         "pareto": plots.figure_json(plots_training.train_pareto_figure(result)),
         "memory": plots.figure_json(plots_training.train_memory_figure(bars)),

@@ -69,6 +69,13 @@ class TrainPlanBody(FrozenModel):
     max_gpus: int = Field(default=64, description="largest GPU count to try (web limit 256)")
     deadline_hours: float | None = Field(default=None, allow_inf_nan=False, description="wall-time limit")
     objective: str = Field(default="time", description="time | cost")
+    provider: str | None = Field(
+        default=None, description="price every GPU from this provider's quotes only (train-plan's --provider)"
+    )
+    price_basis: str | None = Field(
+        default=None,
+        description="market-median (default), hyperscaler, specialist or marketplace (train-plan's --price-basis)",
+    )
 
 
 class SearchBound(FrozenModel):

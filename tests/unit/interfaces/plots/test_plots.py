@@ -214,7 +214,7 @@ def test_training_pareto_is_cost_vs_time_one_point_per_plan(train_result: TrainP
 
 @pytest.fixture(scope="module")
 def train_bars(catalog: Catalog, train_result: TrainPlanResult) -> list[TrainMemoryBar]:
-    return train_memory_bars(train_result, catalog, limit=plots.MEMORY_MAX_PLANS)
+    return train_memory_bars(train_result, limit=plots.MEMORY_MAX_PLANS)
 
 
 def test_training_memory_bars_are_the_plans_own_layouts(

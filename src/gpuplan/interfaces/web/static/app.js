@@ -12,6 +12,8 @@ const FIELD_INPUTS = [
   ["prices.max_usd_per_hour", "budget"], ["hardware.max_gpus", "max_gpus"],
   ["hardware.gpus", "gpus"], ["GPU", "gpus"], ["precision.allowed", "dtypes"], ["dtype", "dtypes"],
   ["config_json", "config_json"], ["model", "model"],
+  ["prices.provider", "provider"], ["prices.basis", "price_basis"], ["provider", "provider"],
+  ["price_basis", "price_basis"],
   // train-plan fields (the flags of gpuplan train-plan)
   ["method", "method"], ["tokens", "tokens"], ["epochs", "epochs", "tokens"], ["samples", "samples", "tokens"],
   ["seq_len", "seq_len"], ["deadline_hours", "deadline_hours"], ["objective", "train_objective", "objective"],
@@ -79,6 +81,17 @@ function list(id) {
   return items.length ? items : undefined;
 }
 
+// The price basis the form chose, as train-plan's flags (--provider, --price-basis); unset when empty.
+function basisFields() {
+  const provider = $("provider").value.trim();
+  return { provider: provider || undefined, price_basis: $("price_basis").value || undefined };
+}
+
+// The price basis in words, as the CLI prints it ("Prices: ...").
+function basisNote(basis) {
+  return basis ? `Prices: ${basis.label} (every GPU on this basis).` : "";
+}
+
 function training() {
   return $("wl-training").checked;
 }
@@ -100,11 +113,13 @@ function trainBody() {
     max_gpus: num("max_gpus"),
     deadline_hours: num("deadline_hours"),
     objective: $("train_objective").value,
+    ...basisFields(),
   };
 }
 
 function body() {
   const load = $("load_kind").value === "rate" ? { rate_rps: num("load") } : { concurrency: num("load") };
+  const { provider, price_basis } = basisFields(); // the scenario's prices.provider / prices.basis
   const doc = {
     model: $("model").value.trim(),
     objective: $("objective").value,
@@ -114,7 +129,7 @@ function body() {
       : { ttft_ms: num("ttft_ms"), tpot_ms: num("tpot_ms") },
     hardware: { gpus: list("gpus"), max_gpus: num("max_gpus") },
     precision: { allowed: list("dtypes") },
-    prices: { max_usd_per_hour: num("budget") },
+    prices: { max_usd_per_hour: num("budget"), provider, basis: price_basis },
   };
   const pasted = $("config_json").value.trim();
   if (pasted) {
@@ -149,6 +164,8 @@ function showError(err) {
     // Name the field as the form does ("input tokens", not the document path workload.input_tokens).
     if (err.field && message.startsWith(`${err.field}: `)) {
       message = `${labelOf(input)}: ${message.slice(err.field.length + 2)}`;
+    } else if (err.field && message.startsWith(`${err.field} `)) { // "prices.provider 'X' is not ..."
+      message = `${labelOf(input)} ${message.slice(err.field.length + 1)}`;
     }
   }
   $(`err-${box}`).textContent = `error: ${message}`;
@@ -226,6 +243,7 @@ function render(answer) {
   const columns = PLAN_COLUMNS.flatMap(([key, label]) => latency[key] || [[key, label]]);
   fillTable("plans", columns, rec.plans, (i) => (i === 0 ? "best" : ""));
   fillList("explanation", rec.explanation, (s) => s);
+  $("price-basis").textContent = basisNote(rec.price_basis);
   fillList("rejected", rec.rejected, (r) => `${r.gpu} (${r.kind}): ${r.reason}`);
   fillList("assumptions", rec.assumptions, (s) => s);
   const b = answer.search;
@@ -245,6 +263,8 @@ function renderTraining(answer) {
   const more = result.rejected.length - REJECTED_SHOWN;
   fillList("train-rejected", result.rejected.slice(0, REJECTED_SHOWN).concat(more > 0 ? [[`(+${more} more)`, ""]] : []),
     ([name, why]) => (why ? `${name}: ${why}` : name));
+  fillList("train-why", result.why, (s) => s);
+  $("train-price-basis").textContent = basisNote(result.price_basis);
   const b = answer.search;
   $("train-bound").textContent = `Search bound: up to ${b.max_gpus_searched} GPUs ` +
     `(asked ${b.max_gpus_requested}, web limit ${b.max_gpus_limit}), ${b.time_limit_s} s of compute. ` +
@@ -309,6 +329,8 @@ function link(url, text) {
 async function loadCatalog() {
   const [models, catalog, chart] = await Promise.all(
     ["/api/models", "/api/gpus", "/api/plots/gpus"].map((u) => fetch(u).then((r) => r.json())));
+  const providers = [...new Set(catalog.prices.filter((p) => p.kind !== "purchase").map((p) => p.provider))];
+  $("provider-list").replaceChildren(...providers.sort().map((name) => new Option(name, name)));
   $("model-list").replaceChildren(...models.models.map((m) => new Option(`${m.params_b.toFixed(1)} B`, m.id)));
   const offers = Object.fromEntries((chart.offers || []).map((o) => [o.gpu, o]));
   const columns = [
