@@ -156,9 +156,10 @@ def _state_bound(rec: Recommendation, bound: SearchBound, response: Response) ->
     return rec.model_copy(update={"assumptions": [*rec.assumptions, note]})
 
 
-def intervals() -> Uncertainty:
-    """The bundled error model at the CLI's default level (80 %): the web's answers equal the CLI's."""
-    return Uncertainty(model=default_error_model())
+def intervals(confidence: float | None = None) -> Uncertainty:
+    """The bundled error model at the CLI's default level (80 %), plans sized at ``confidence`` (None:
+    the point estimate): the web's answers equal the CLI's."""
+    return Uncertainty(model=default_error_model(), confidence=confidence)
 
 
 async def _recommend(
@@ -166,7 +167,7 @@ async def _recommend(
 ) -> tuple[WebScenario, Recommendation, SearchBound]:
     sc, bound = bound_search(body)
     spec = model_spec(sc.model, sc.config_json)
-    sure = intervals()
+    sure = intervals(sc.confidence)
     rec = await bounded_call(lambda: recommend_from_scenario(sc, catalog, spec=spec, uncertainty=sure))
     return sc, _state_bound(rec, bound, response), bound
 
