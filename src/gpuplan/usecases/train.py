@@ -14,6 +14,7 @@ from pydantic import Field
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model, model_for_seq_len
 from gpuplan.core.calibration.training import TrainingCalibration
+from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.errors import InfeasibleError, UserInputError, check_whole_number
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import MAX_GPU_COUNT
@@ -94,6 +95,9 @@ class TrainPlan(FrozenModel):
     )
     memory: TrainingMemory = Field(
         exclude=True, description="memory by part of the most loaded GPU (not in the JSON answer)"
+    )
+    interval: Bounds | None = Field(
+        default=None, description="step time and tokens/s intervals (usecases/train_intervals.py)"
     )
 
 

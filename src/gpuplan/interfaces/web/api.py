@@ -52,6 +52,7 @@ from gpuplan.usecases.train import (
     tokens_to_train,
     train_memory_bars,
 )
+from gpuplan.usecases.train_intervals import with_training_intervals
 
 WEB_MAX_SIM_REQUESTS = 20_000
 """Most simulated requests one web request may ask for (a few seconds of CPU)."""
@@ -232,8 +233,9 @@ async def simulate(body: SimulateScenario, catalog: CatalogDep) -> SimulateRespo
             f"arrival.num_requests {planned} is over the web API's limit of "
             f"{WEB_MAX_SIM_REQUESTS}; use gpuplan simulate for longer runs",
         )
-    outcome = await bounded_call(lambda: simulate_scenario(body, catalog, base_dir=None))
-    return SimulateResponse(summary=outcome.summary, capacity=outcome.capacity)
+    sure = intervals()
+    outcome = await bounded_call(lambda: simulate_scenario(body, catalog, base_dir=None, uncertainty=sure))
+    return SimulateResponse(summary=outcome.summary, capacity=outcome.capacity, interval=outcome.interval)
 
 
 @router.post("/plots/recommend", response_model=RecommendPlots, summary="recommend with the page's charts")
@@ -311,19 +313,24 @@ def train_request(body: TrainPlanBody) -> tuple[TrainPlanRequest, SearchBound]:
     return req, bound
 
 
+def _banded_training(req: TrainPlanRequest, catalog: Catalog) -> TrainPlanResult:
+    """``plan_training`` with the intervals ``train-plan`` shows (the bundled factors, 80 %)."""
+    return with_training_intervals(plan_training(req, catalog), catalog, cal=None, uncertainty=intervals())
+
+
 @router.post("/train-plan", response_model=TrainPlanResult, summary="gpuplan train-plan --format json")
 async def train_plan(body: TrainPlanBody, catalog: CatalogDep, response: Response) -> TrainPlanResult:
     """Ranked training plans; the search bound is in the X-Gpuplan-Search-Bound header."""
     req, bound = train_request(body)
     _bound_header(bound, response)
-    return await bounded_call(lambda: plan_training(req, catalog))
+    return await bounded_call(lambda: _banded_training(req, catalog))
 
 
 @router.post("/plots/train-plan", response_model=TrainPlots, summary="train-plan with the page's charts")
 async def train_plan_plots(body: TrainPlanBody, catalog: CatalogDep, response: Response) -> TrainPlots:
     req, bound = train_request(body)
     _bound_header(bound, response)
-    result = await bounded_call(lambda: plan_training(req, catalog))
+    result = await bounded_call(lambda: _banded_training(req, catalog))
     bars = train_memory_bars(result, catalog, limit=plots.MEMORY_MAX_PLANS)
     figures = {
         "pareto": plots.figure_json(plots_training.train_pareto_figure(result)),

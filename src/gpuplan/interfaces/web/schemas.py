@@ -13,6 +13,7 @@ from pydantic import Field
 
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
 from gpuplan.core.calibration.error_model import MAX_LEVEL, MIN_LEVEL
+from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.sim.capacity import CapacityResult
@@ -129,3 +130,4 @@ class SimulateResponse(FrozenModel):
 
     summary: SimSummary
     capacity: CapacityResult | None
+    interval: Bounds | None = None
