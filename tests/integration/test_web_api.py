@@ -71,6 +71,16 @@ def test_recommend_equals_the_cli(client: TestClient, invoke: Invoke) -> None:
     assert answer.headers[BOUND_HEADER].startswith("max_gpus=64 (asked 64")
 
 
+def test_recommend_at_a_confidence_equals_the_cli(client: TestClient, invoke: Invoke) -> None:
+    answer = client.post("/api/recommend", json={**RECOMMEND, "confidence": 0.9})
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == _json(invoke, *RECOMMEND_FLAGS, "--confidence", "0.9")
+    assert answer.json()["confidence"] == 0.9
+    bad = client.post("/api/recommend", json={**RECOMMEND, "confidence": 0.3})
+    assert bad.status_code == 422 and bad.json()["field"] == "confidence"
+    assert bad.json()["error"] == "confidence: Input should be greater than or equal to 0.5"
+
+
 def test_oversized_search_is_bounded_and_says_so(client: TestClient) -> None:
     body = {**RECOMMEND, "hardware": {"max_gpus": 4096}, "precision": {"allowed": ["fp8"] * 500}}
     answer = client.post("/api/recommend", json=body)

@@ -10,6 +10,7 @@ driver or Selenium is missing.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import threading
@@ -314,7 +315,8 @@ def test_page_sizes_on_p99_when_asked(server: str, browser: Any) -> None:
     # The chart draws the table's statistic: each plan's point (by its rank) sits at the table's P99 TTFT,
     # and the axis says P99.
     column = header(browser).index("P99 TTFT ms")
-    table = {rank: row[column] for rank, row in enumerate(_rows(browser, "plans"), start=1)}
+    # a cell is the figure and its interval, "412 (350-980)": the chart draws the figure
+    table = {rank: row[column].split(" (")[0] for rank, row in enumerate(_rows(browser, "plans"), start=1)}
     chart: dict[str, str] = browser.execute_script(
         "const points = {};"
         "for (const t of document.getElementById('chart-pareto').data) {"
@@ -469,3 +471,54 @@ def test_price_basis_fields_price_both_views_like_the_api(server: str, browser: 
     shown = _wait(browser, "the error next to provider", lambda d: d.find_element(By.ID, "err-provider").text)
     assert shown.startswith("error: provider 'Nope' is not a provider in the catalog; valid: ")
     assert browser.find_element(By.ID, "provider").get_attribute("aria-invalid") == "true"
+
+
+def _header(driver: Any) -> list[str]:
+    cells: list[str] = driver.execute_script(
+        "return [...document.querySelectorAll('#plans thead th')].map((th) => th.textContent)"
+    )
+    return cells
+
+
+def test_page_shows_intervals_and_sizes_at_a_confidence(server: str, browser: Any) -> None:
+    """Issue 17: the table shows each figure's interval, and the confidence control sizes the plans at
+    that quantile (the API's ``confidence``), with both counts in the table and the explanation."""
+    import httpx
+
+    _open(browser, server)
+    _fill(browser, {**FORM, "gpus": "L40S,H100-SXM"})
+    _wait(browser, "the answer to the form", _ready)
+    assert "at point" not in _header(browser)
+    column = _header(browser).index("mean TPOT ms")
+    cell = _top_row(browser)[column]
+    assert re.fullmatch(r"[\d.,]+ \([\d.,]+-[\d.,]+\)", cell), cell  # "6.09 (5.96-16.9)"
+    assert "80 % interval" in browser.find_element(By.ID, "interval-note").text
+    assert "point estimate" in browser.find_element(By.ID, "interval-note").text
+
+    _fill(browser, {"confidence": "0.9"})
+    api = httpx.post(
+        f"{server}/api/recommend", json={**BODY, "hardware": {"gpus": ["L40S", "H100-SXM"], "max_gpus": 64},
+                                         "confidence": 0.9}, timeout=60,
+    ).json()  # fmt: skip
+    best = api["plans"][0]
+    _wait(
+        browser,
+        "the plans sized at 90 % confidence",
+        lambda d: (
+            _ready(d) and "at point" in _header(d) and _top_row(d)[:2] == [best["gpu"], str(best["count"])]
+        ),
+        timeout_s=60,
+    )
+    at_point = _top_row(browser)[_header(browser).index("at point")]
+    assert at_point == str(best["count_at_point_estimate"])
+    why = browser.find_element(By.ID, "explanation").text
+    line = re.search(r"(\d+)x (\S+) meet the SLA at the point estimate; (\d+) at 90% confidence", why)
+    assert line is not None, why
+    assert int(line.group(3)) >= int(line.group(1))
+    assert "90 % confidence" in browser.find_element(By.ID, "interval-note").text
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "web_confidence.png"))
+
+    _fill(browser, {"confidence": "1.5"})  # the server refuses it, naming the control as the form does
+    shown = _wait(browser, "the error", lambda d: d.find_element(By.ID, "err-confidence").text)
+    assert shown == "error: size at confidence: Input should be less than or equal to 0.99"

@@ -24,6 +24,7 @@ from gpuplan.adapters.models.registry import get_model
 from gpuplan.adapters.scenario_files.arrival import ArrivalSection
 from gpuplan.adapters.scenario_files.simulate import SimulateScenario
 from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.calibration.uncertainty import Bounds, Uncertainty
 from gpuplan.core.errors import FileFormatError, UserInputError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
@@ -38,6 +39,7 @@ from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.resolve import deployment_gpu, deployment_layout, prefix_hit_rate
+from gpuplan.usecases.simulate_intervals import simulation_bounds
 
 CAPACITY_SEARCH_MAX_REQUESTS = 4000
 """Requests per probe of the capacity bisection: enough for a steady P99, bounded in time."""
@@ -86,6 +88,8 @@ class SimulationOutcome:
     summary: SimSummary
     capacity: CapacityResult | None
     sla: tuple[LimitCheck, ...] = ()
+    interval: Bounds | None = None
+    """The summary's intervals (``simulate_intervals.py``); None without an error model."""
 
 
 @dataclass(frozen=True)
@@ -324,9 +328,10 @@ def simulate_scenario(
     base_dir: Path | None,
     cal: Calibration | None = None,
     progress: Progress | None = None,
+    uncertainty: Uncertainty | None = None,
 ) -> SimulationOutcome:
     """Run a simulate scenario (and its capacity search when ``capacity_search`` is set); ``progress``
-    receives the share of requests started during the main run."""
+    receives the share of requests started during the main run; ``uncertainty``: intervals on the summary."""
     _check_config(sc)
     if sc.capacity_search and not sc.sla.has_percentiles:
         raise UserInputError(
@@ -350,6 +355,11 @@ def simulate_scenario(
         spec = plan.spec
         probe = spec.model_copy(update={"num_requests": min(spec.num_requests, CAPACITY_SEARCH_MAX_REQUESTS)})
         capacity = max_rate_under_slo(replica, probe, sc.sla, config)
+    interval = None if uncertainty is None else simulation_bounds(
+        summary=summary, replica=replica, spec=plan.spec, replicas=dep.layout.replicas,
+        at_once=plan.at_once, fitted=(cal or default_calibration()).is_fitted(dep.gpu.family),
+        uncertainty=uncertainty,
+    )  # fmt: skip
     return SimulationOutcome(
-        result=result, summary=summary, capacity=capacity, sla=sla_checks(summary, sc.sla)
+        result=result, summary=summary, capacity=capacity, sla=sla_checks(summary, sc.sla), interval=interval
     )

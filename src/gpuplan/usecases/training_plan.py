@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.pricing import PriceQuote
 from gpuplan.core.training.memory import TrainingMemory
@@ -32,4 +33,7 @@ class TrainPlan(FrozenModel):
     )
     parallel: TrainingLayout = Field(
         exclude=True, description="the layout ``layout`` labels (not in the JSON)"
+    )
+    interval: Bounds | None = Field(
+        default=None, description="step time and tokens/s intervals (usecases/train_intervals.py)"
     )

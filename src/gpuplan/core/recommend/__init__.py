@@ -20,6 +20,7 @@ from gpuplan.core.recommend.confidence import (
 from gpuplan.core.recommend.explain import assumptions, explain
 from gpuplan.core.recommend.intervals import with_intervals
 from gpuplan.core.recommend.layout_kinds import scope
+from gpuplan.core.recommend.narrowing import with_narrowing
 from gpuplan.core.recommend.request import (
     GpuOffer,
     Objective,
@@ -193,12 +194,16 @@ def _with_intervals(
     cal: Calibration,
     uncertainty: Uncertainty | None,
 ) -> Plan:
-    """``plan`` with its intervals (``intervals.py``); as it is without an error model."""
+    """``plan`` with its intervals (``intervals.py``) and what would narrow them (``narrowing.py``); as it
+    is without an error model."""
     if uncertainty is None or plan.layout_kind == "disaggregated":  # the error model has no split pools
         return plan
     gpu = next(o.gpu for o in offers if o.gpu.id == plan.gpu)
     replica = one_replica(model, gpu, plan.layout, target, cal)
-    return with_intervals(plan=plan, replica=replica, target=target, uncertainty=uncertainty)
+    banded = with_intervals(plan=plan, replica=replica, target=target, uncertainty=uncertainty)
+    return with_narrowing(
+        plan=banded, replica=replica, target=target, uncertainty=uncertainty, model_id=model.id
+    )
 
 
 def _quoted(offers: Sequence[GpuOffer]) -> tuple[Sequence[GpuOffer], list[GpuOffer], list[Rejection]]:

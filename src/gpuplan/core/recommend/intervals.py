@@ -37,7 +37,8 @@ P99_FIGURES = (("ttft_p99_ms", "ttft", "ttft_ms_p99"), ("tpot_p99_ms", "tpot", "
 CAPACITY_METRIC = ("throughput", "saturated", "output_tokens_per_s")
 
 
-def _path(family: str, regime: str, calibrated: bool, metric: str) -> tuple[str, ...]:
+def figure_path(family: str, regime: str, calibrated: bool, metric: str) -> tuple[str, ...]:
+    """A plan figure's group path (its engine is always known: a plan names it)."""
     return group_path(family=family, regime=regime, gpu_fitted=calibrated, engine_known=True, metric=metric)
 
 
@@ -84,14 +85,16 @@ def with_intervals(*, plan: Plan, replica: ReplicaModel, target: Workload, uncer
     sources: dict[str, IntervalSource] = {}
     for name, family, metric in FIGURES:
         if not _bound(
-            plan, name, _path(family, regime, plan.calibrated, metric), model, level, low, high, sources
+            plan, name, figure_path(family, regime, plan.calibrated, metric), model, level, low, high, sources
         ):
             return plan
     if target.rate_rps is not None:  # a plan carries its offered load: throughput is that, not uncertain
         low["output_tokens_per_s"] = high["output_tokens_per_s"] = plan.output_tokens_per_s
     capacity_source = None
     if plan.sized_on == "p99" and plan.ttft_p99_ms is not None and target.rate_rps is not None:
-        capacity_path = _path(CAPACITY_METRIC[0], CAPACITY_METRIC[1], plan.calibrated, CAPACITY_METRIC[2])
+        capacity_path = figure_path(
+            CAPACITY_METRIC[0], CAPACITY_METRIC[1], plan.calibrated, CAPACITY_METRIC[2]
+        )
         capacity = band(model=model, path=capacity_path, level=level)
         if capacity is not None:
             capacity_source = source(model=model, path=capacity_path)
@@ -99,7 +102,7 @@ def with_intervals(*, plan: Plan, replica: ReplicaModel, target: Workload, uncer
                 replica=replica, target=target, replicas=plan.layout.replicas, capacity=capacity
             )
             for name, family, metric in P99_FIGURES:
-                path = _path(family, regime, plan.calibrated, metric)
+                path = figure_path(family, regime, plan.calibrated, metric)
                 _bound(
                     plan,
                     name,

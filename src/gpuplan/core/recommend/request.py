@@ -14,6 +14,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from gpuplan.core.calibration.narrowing import NarrowWith
 from gpuplan.core.calibration.uncertainty import IntervalSource
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import GpuSpec
@@ -288,6 +289,10 @@ class Plan(FrozenModel):
     high: PlanFigures | None = Field(default=None, description="high ends of the intervals (see interval)")
     interval: PlanInterval | None = Field(
         default=None, description="the intervals' level and the error-model groups they read"
+    )
+    narrow_with: NarrowWith | None = Field(
+        default=None,
+        description="a GPU without measurements: the one benchmark that would narrow its intervals most",
     )
     layout_kind: LayoutKind = Field(
         default="aggregated",

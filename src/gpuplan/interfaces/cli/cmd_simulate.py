@@ -16,17 +16,28 @@ import typer
 
 from gpuplan.adapters.scenario_files.deployment import scenario_notes
 from gpuplan.adapters.scenario_files.simulate import parse_simulate_scenario
+from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL, Bounds
 from gpuplan.core.errors import UserInputError
-from gpuplan.core.sim.capacity import CapacityResult
 from gpuplan.core.sim.metrics import SimSummary, per_request_s
 from gpuplan.core.sim.simulator import SimResult
 from gpuplan.interfaces.cli import feature_flags as ff
-from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
-from gpuplan.interfaces.cli.render import console, emit_json, lines, note, progress_bar, table
+from gpuplan.interfaces.cli.app import (
+    CalibrationOpt,
+    CatalogOpt,
+    FormatOpt,
+    IntervalOpt,
+    app,
+    catalog_from,
+    fmt,
+    guarded,
+    uncertainty_from,
+)
+from gpuplan.interfaces.cli.render import console, emit_json, lines, note, progress_bar, ranged, table
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.resolve import DeploymentFeatures, with_features
-from gpuplan.usecases.simulate import LimitCheck, read_text, simulate_scenario
+from gpuplan.usecases.simulate import LimitCheck, SimulationOutcome, read_text, simulate_scenario
+from gpuplan.usecases.simulate_intervals import figure_value
 
 
 @app.command("simulate")
@@ -45,35 +56,36 @@ def simulate_cmd(
     spec_acceptance: ff.SpecAcceptanceOpt = None,
     draft_model: ff.DraftModelOpt = None,
     prefix_hit_rate: ff.PrefixHitRateOpt = None,
+    interval: IntervalOpt = DEFAULT_LEVEL,
 ) -> None:
     """Simulate continuous batching on one deployment: P50-P99 latencies, throughput, goodput, KV use."""
     out_format = fmt(format)
     text = read_text(scenario, "scenario")
     features = DeploymentFeatures(spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate)
     sc = with_features(parse_simulate_scenario(text, origin=str(scenario)), features)
-    cal = load_calibration(calibration) if calibration else None
+    cal, sure = load_calibration(calibration) if calibration else None, uncertainty_from(interval)
     with progress_bar("simulating") as progress:
         outcome = simulate_scenario(
-            sc, catalog_from(catalog), base_dir=scenario.parent, cal=cal, progress=progress
+            sc, catalog_from(catalog), base_dir=scenario.parent, cal=cal, progress=progress, uncertainty=sure
         )
     if trace_out is not None:
         _write_requests(trace_out, outcome.result)
     if plot is not None:
         plots.write_simulation_plot(plot, outcome.result)
-    _render(outcome.summary, outcome.capacity, outcome.sla, out_format)
+    _render(outcome, out_format)
     for line in scenario_notes(text):  # after the result: an error stays the one stderr line
         note(f"{scenario}: {line}")
 
 
-def _render(
-    summary: SimSummary, capacity: CapacityResult | None, sla: tuple[LimitCheck, ...], f: str
-) -> None:
+def _render(outcome: SimulationOutcome, f: str) -> None:
+    summary, capacity, sla, interval = outcome.summary, outcome.capacity, outcome.sla, outcome.interval
     if f == "json":
         emit_json(
             {
                 "summary": summary.model_dump(mode="json"),
                 "capacity": None if capacity is None else capacity.model_dump(mode="json"),
                 "sla": [check.model_dump(mode="json") for check in sla],
+                "interval": None if interval is None else interval.model_dump(mode="json"),
             }
         )
         return
@@ -108,7 +120,32 @@ def _render(
             else f"capacity: {capacity.reason}"
         )
     lines(notes, title=f"{summary.events:,} events, {summary.sim_time_s:,.1f} s simulated")
+    if interval is not None:
+        lines(_interval_lines(summary, interval), title="Intervals")
     console.print()
+
+
+SIM_LABELS = {
+    "output_tokens_per_s": "output tokens/s",
+    "ttft_p50_ms": "TTFT P50 ms",
+    "ttft_p99_ms": "TTFT P99 ms",
+    "tpot_p50_ms": "TPOT P50 ms",
+    "tpot_p99_ms": "TPOT P99 ms",
+}
+
+
+def _interval_lines(summary: SimSummary, b: Bounds) -> list[str]:
+    """``TTFT P99 ms 812 (700-1.9k): group (rows, GPUs)`` per figure, after a line saying what they are."""
+    out = [
+        f"(low-high): the {b.level:.0%} interval from the error model of held-out residuals (docs/validate.md, "
+        "Intervals); a P99 at an open-loop rate also carries the capacity interval through the queue"
+    ]
+    for name, where in b.sources.items():
+        shown = ranged(figure_value(summary, name), b.low.get(name), b.high.get(name))
+        out.append(
+            f"{SIM_LABELS.get(name, name)} {shown}: {where.group} ({where.rows} rows, {where.gpus} GPU(s))"
+        )
+    return out
 
 
 def _limit_line(check: LimitCheck) -> str:

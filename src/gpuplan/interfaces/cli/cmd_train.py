@@ -11,6 +11,7 @@ import typer
 
 from gpuplan.adapters.scenario_files.training import TrainingScenarioFile
 from gpuplan.core.calibration.training import TrainingCalibration
+from gpuplan.core.calibration.uncertainty import DEFAULT_LEVEL, Bounds
 from gpuplan.core.errors import InfeasibleError, UserInputError
 from gpuplan.core.pricing import quote_label
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout
@@ -20,19 +21,22 @@ from gpuplan.interfaces.cli.app import (
     CalibrationOpt,
     CatalogOpt,
     FormatOpt,
+    IntervalOpt,
     PriceBasisOpt,
     ProviderOpt,
     app,
     catalog_from,
     fmt,
     guarded,
+    uncertainty_from,
 )
-from gpuplan.interfaces.cli.render import emit_json, lines, table
+from gpuplan.interfaces.cli.render import emit_json, lines, ranged, table
 from gpuplan.interfaces.cli.views import quote_lines
 from gpuplan.usecases.calibration.profile import load_training_calibration
 from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.train import (
     TrainFitResult,
+    TrainPlan,
     TrainPlanRequest,
     TrainPlanResult,
     check_inter_node_gbps,
@@ -41,6 +45,7 @@ from gpuplan.usecases.train import (
     resolve_method,
     tokens_to_train,
 )
+from gpuplan.usecases.train_intervals import with_training_intervals
 
 __all__ = [
     "MethodOpt",
@@ -84,6 +89,7 @@ def train_plan(
     provider: ProviderOpt = None,
     price_basis: PriceBasisOpt = None,
     format: FormatOpt = "table",
+    interval: IntervalOpt = DEFAULT_LEVEL,
 ) -> None:
     """Rank GPU × count × parallel layout for training or fine-tuning a token budget."""
     out = fmt(format)
@@ -103,7 +109,9 @@ def train_plan(
     )
     cat = catalog_from(catalog)
     basis = price_basis_of(cat, provider=provider, basis=price_basis)
-    render_train_plan(plan_training(req, cat, _training_calibration(calibration), basis=basis), out)
+    tcal, sure = _training_calibration(calibration), uncertainty_from(interval)
+    result = plan_training(req, cat, tcal, basis=basis)
+    render_train_plan(with_training_intervals(result, cat, cal=tcal, uncertainty=sure), out)
 
 
 @dataclass(frozen=True)
@@ -151,7 +159,11 @@ def recommend_training(
     )
     cat = catalog_from(catalog)
     chosen = price_basis_of(cat, provider=basis[0], basis=basis[1])
-    render_train_plan(plan_training(req, cat, _training_calibration(calibration), basis=chosen), out)
+    tcal = _training_calibration(calibration)
+    result = plan_training(req, cat, tcal, basis=chosen)
+    render_train_plan(
+        with_training_intervals(result, cat, cal=tcal, uncertainty=uncertainty_from(DEFAULT_LEVEL)), out
+    )
 
 
 def _quotes(result: TrainPlanResult) -> None:
@@ -183,10 +195,10 @@ def _plan_table(result: TrainPlanResult) -> None:
             p.gpu,
             p.gpus,
             p.layout,
-            p.step.tokens_per_s_per_gpu,
+            _banded(p, "tokens_per_s_per_gpu"),
             p.step.mfu,
             p.step.hfu,
-            p.step.step_time_s,
+            _banded(p, "step_time_s"),
             p.memory_gib_per_gpu,
             p.cost.wall_hours,
             p.cost.usd_by_price_kind.get("on_demand", "no quote"),
@@ -217,6 +229,8 @@ def _plan_table(result: TrainPlanResult) -> None:
     )
     lines(result.why, title="Why")
     lines([f"MFU and HFU: {result.mfu_convention}", *result.factors.notes], title="conventions and factors")
+    if result.plans and result.plans[0].interval is not None:
+        lines(_interval_lines(result.plans[0].interval), title="Intervals")
     _quotes(result)
     if result.rejected:
         lines([f"{name}: {why}" for name, why in result.rejected[:10]], title="rejected")
@@ -333,3 +347,19 @@ def _fit_table(r: TrainFitResult) -> None:
 def predict_training_scenario(sc: TrainingScenarioFile, catalog: CatalogOpt, out: str) -> None:
     """``gpuplan predict`` / ``fit --scenario`` on a training scenario: what ``train-fit`` prints."""
     _show_fit(fit_training(sc.model, sc.hardware.gpu, sc.training, sc.layout, catalog_from(catalog)), out)
+
+
+def _banded(p: TrainPlan, name: str) -> str | float:
+    """A plan's step figure, with its interval when it has one: ``0.451 (0.318-0.746)``."""
+    value = float(getattr(p.step, name))
+    b = p.interval
+    return value if b is None or name not in b.sources else ranged(value, b.low.get(name), b.high.get(name))
+
+
+def _interval_lines(b: Bounds) -> list[str]:
+    """What the best plan's intervals are made of: the level, then each figure's error-model group."""
+    head = (
+        f"(low-high) next to a figure: its {b.level:.0%} interval from the error model of held-out training "
+        "residuals (docs/validate.md, Intervals); the best plan's read:"
+    )
+    return [head, *(f"{k}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for k, s in b.sources.items())]

@@ -11,6 +11,7 @@ from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.dtypes import DTYPES
 from gpuplan.core.pricing import PriceBasis, PriceQuote, quote_label
 from gpuplan.core.recommend.layout_kinds import plan_cells
+from gpuplan.core.recommend.narrowing import narrowing_lines
 from gpuplan.core.recommend.request import Plan, Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
@@ -237,6 +238,8 @@ def recommendation(r: Recommendation) -> None:
     lines(r.explanation, title="Why")
     if r.plans and r.plans[0].interval is not None:
         lines(_interval_sources(r.plans[0]), title="Intervals")
+    if shrink := narrowing_lines(r.plans):
+        lines(shrink, title="What would shrink it")
     lines(r.assumptions, title="Assumptions")
 
 

@@ -54,6 +54,7 @@ from gpuplan.usecases.train import (
     tokens_to_train,
     train_memory_bars,
 )
+from gpuplan.usecases.train_intervals import with_training_intervals
 
 WEB_MAX_SIM_REQUESTS = 20_000
 """Most simulated requests one web request may ask for (a few seconds of CPU)."""
@@ -184,9 +185,10 @@ def _state_bound(rec: Recommendation, bound: SearchBound, response: Response) ->
     return rec.model_copy(update={"assumptions": [*rec.assumptions, note]})
 
 
-def intervals() -> Uncertainty:
-    """The bundled error model at the CLI's default level (80 %): the web's answers equal the CLI's."""
-    return Uncertainty(model=default_error_model())
+def intervals(confidence: float | None = None) -> Uncertainty:
+    """The bundled error model at the CLI's default level (80 %), plans sized at ``confidence`` (None:
+    the point estimate): the web's answers equal the CLI's."""
+    return Uncertainty(model=default_error_model(), confidence=confidence)
 
 
 async def _recommend(
@@ -195,7 +197,7 @@ async def _recommend(
     sc, bound = bound_search(body)
     field_checked(lambda: scenario_price_basis(sc, catalog), ("prices.provider", "prices.basis"))
     spec = model_spec(sc.model, sc.config_json)
-    sure = intervals()
+    sure = intervals(sc.confidence)
     rec = await bounded_call(lambda: recommend_from_scenario(sc, catalog, spec=spec, uncertainty=sure))
     return sc, _state_bound(rec, bound, response), bound
 
@@ -260,8 +262,9 @@ async def simulate(body: SimulateScenario, catalog: CatalogDep) -> SimulateRespo
             f"arrival.num_requests {planned} is over the web API's limit of "
             f"{WEB_MAX_SIM_REQUESTS}; use gpuplan simulate for longer runs",
         )
-    outcome = await bounded_call(lambda: simulate_scenario(body, catalog, base_dir=None))
-    return SimulateResponse(summary=outcome.summary, capacity=outcome.capacity)
+    sure = intervals()
+    outcome = await bounded_call(lambda: simulate_scenario(body, catalog, base_dir=None, uncertainty=sure))
+    return SimulateResponse(summary=outcome.summary, capacity=outcome.capacity, interval=outcome.interval)
 
 
 @router.post("/plots/recommend", response_model=RecommendPlots, summary="recommend with the page's charts")
@@ -339,13 +342,19 @@ def train_request(body: TrainPlanBody) -> tuple[TrainPlanRequest, SearchBound]:
     return req, bound
 
 
+def _banded_training(req: TrainPlanRequest, catalog: Catalog, basis: PriceBasis) -> TrainPlanResult:
+    """``plan_training`` on ``basis`` with the intervals ``train-plan`` shows (the bundled factors, 80 %)."""
+    planned = plan_training(req, catalog, basis=basis)
+    return with_training_intervals(planned, catalog, cal=None, uncertainty=intervals())
+
+
 @router.post("/train-plan", response_model=TrainPlanResult, summary="gpuplan train-plan --format json")
 async def train_plan(body: TrainPlanBody, catalog: CatalogDep, response: Response) -> TrainPlanResult:
     """Ranked training plans; the search bound is in the X-Gpuplan-Search-Bound header."""
     req, bound = train_request(body)
     basis = train_basis(body, catalog)
     _bound_header(bound, response)
-    return await bounded_call(lambda: plan_training(req, catalog, basis=basis))
+    return await bounded_call(lambda: _banded_training(req, catalog, basis))
 
 
 @router.post("/plots/train-plan", response_model=TrainPlots, summary="train-plan with the page's charts")
@@ -353,7 +362,7 @@ async def train_plan_plots(body: TrainPlanBody, catalog: CatalogDep, response: R
     req, bound = train_request(body)
     basis = train_basis(body, catalog)
     _bound_header(bound, response)
-    result = await bounded_call(lambda: plan_training(req, catalog, basis=basis))
+    result = await bounded_call(lambda: _banded_training(req, catalog, basis))
     bars = train_memory_bars(result, limit=plots.MEMORY_MAX_PLANS)
     figures = {
         "pareto": plots.figure_json(plots_training.train_pareto_figure(result)),

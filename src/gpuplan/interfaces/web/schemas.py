@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from gpuplan.adapters.scenario_files.deployment import ScenarioFile
+from gpuplan.core.calibration.error_model import MAX_LEVEL, MIN_LEVEL
+from gpuplan.core.calibration.uncertainty import Bounds
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.recommend.request import Recommendation
 from gpuplan.core.sim.capacity import CapacityResult
@@ -30,6 +32,13 @@ class WebScenario(ScenarioFile):
     """A scenario document (docs/scenarios.md) as JSON, optionally with the model's config.json."""
 
     config_json: dict[str, Any] | None = Field(default=None, description=CONFIG_JSON_DESCRIPTION)
+    confidence: float | None = Field(
+        default=None,
+        ge=MIN_LEVEL,
+        le=MAX_LEVEL,
+        description="recommend: size every plan at this quantile of the error model, as `recommend "
+        "--confidence` (0.5-0.99); null: the point estimate",
+    )
 
 
 class FitRequest(FrozenModel):
@@ -128,3 +137,4 @@ class SimulateResponse(FrozenModel):
 
     summary: SimSummary
     capacity: CapacityResult | None
+    interval: Bounds | None = None

@@ -66,6 +66,7 @@ WRITTEN_PLAN: dict[str, Any] = {
     "low": None,
     "high": None,
     "interval": None,
+    "narrow_with": None,
     "layout_kind": "aggregated",
     "prefill": None,
     "decode": None,
@@ -74,8 +75,8 @@ WRITTEN_PLAN: dict[str, Any] = {
 }
 """The same plan as written now: ``price_quote`` (the quote it is priced from, null in a plan built
 without one) after ``price_source``, ``p99_source`` (where P99s came from), then the count at the point
-estimate and the intervals (``recommend --confidence``, issue 17), then the layout kind and a
-disaggregated plan's pools (issue 20), last."""
+estimate, the intervals and the benchmark that would narrow them (``recommend --confidence``, issue
+17), then the layout kind and a disaggregated plan's pools (issue 20), last."""
 
 
 def _plan(layout: Layout) -> Plan:

@@ -11,7 +11,7 @@ const FIELD_INPUTS = [
   ["sla.tpot_ms", "tpot_ms"], ["sla.ttft_p99_ms", "ttft_ms"], ["sla.tpot_p99_ms", "tpot_ms"],
   ["prices.max_usd_per_hour", "budget"], ["hardware.max_gpus", "max_gpus"],
   ["hardware.gpus", "gpus"], ["GPU", "gpus"], ["precision.allowed", "dtypes"], ["dtype", "dtypes"],
-  ["config_json", "config_json"], ["model", "model"],
+  ["config_json", "config_json"], ["model", "model"], ["confidence", "confidence"],
   ["prices.provider", "provider"], ["prices.basis", "price_basis"], ["provider", "provider"],
   ["price_basis", "price_basis"],
   // train-plan fields (the flags of gpuplan train-plan)
@@ -41,6 +41,8 @@ const LATENCY_COLUMNS = {
     tpot_ms: [["tpot_p99_ms", "P99 TPOT ms"], ["p99_source", "P99 from"]],
   },
 };
+// Figures shown with their interval, "412 (350-980)", as the CLI's table does.
+const BANDED = ["ttft_ms", "tpot_ms", "ttft_p99_ms", "tpot_p99_ms", "output_tokens_per_s"];
 const LATENCY_NAMES = {
   ttft_ms: "mean TTFT", tpot_ms: "mean TPOT", ttft_p99_ms: "P99 TTFT", tpot_p99_ms: "P99 TPOT",
 };
@@ -130,6 +132,7 @@ function body() {
     hardware: { gpus: list("gpus"), max_gpus: num("max_gpus") },
     precision: { allowed: list("dtypes") },
     prices: { max_usd_per_hour: num("budget"), provider, basis: price_basis },
+    confidence: num("confidence"),
   };
   const pasted = $("config_json").value.trim();
   if (pasted) {
@@ -237,11 +240,40 @@ function plot(id, figure) {
   window.Plotly.react($(id), figure.data, figure.layout, { responsive: true, displaylogo: false });
 }
 
+// A plan's figure with its interval (low-high) when it has one; an open end ("-") is past capacity.
+function banded(plan, key) {
+  const value = plan[key];
+  if (value === null || value === undefined || !plan.low || !plan.high) return value;
+  const [low, high] = [plan.low[key], plan.high[key]];
+  if (low === value && high === value) return value;
+  return `${fmt(value)} (${fmt(low)}-${fmt(high)})`;
+}
+
+// The plan table's columns: the latency statistic the plans are on, figures with their intervals, and
+// the count at the point estimate when the plans are sized at a confidence.
+function planColumns(answer) {
+  const latency = LATENCY_COLUMNS[answer.latency_statistic];
+  const columns = PLAN_COLUMNS.flatMap(([key, label]) => latency[key] || [[key, label]])
+    .map(([key, label]) => (BANDED.includes(key) ? [(p) => banded(p, key), label] : [key, label]));
+  if (answer.recommendation.confidence === null) return columns;
+  const at = columns.findIndex(([key]) => key === "count") + 1;
+  return [...columns.slice(0, at), ["count_at_point_estimate", "at point"], ...columns.slice(at)];
+}
+
+function intervalNote(rec) {
+  const banded = rec.plans.find((p) => p.interval);
+  const level = banded ? `(low-high): the ${Math.round(banded.interval.level * 100)} % interval ` +
+    "from the error model of held-out residuals (docs/validate.md, Intervals). " : "";
+  const sized = rec.confidence === null ? "Plans are sized at the point estimate."
+    : `Plans are sized at ${Math.round(rec.confidence * 100)} % confidence ("at point": the count at ` +
+      "the point estimate).";
+  return level + sized;
+}
+
 function render(answer) {
   const rec = answer.recommendation;
-  const latency = LATENCY_COLUMNS[answer.latency_statistic];
-  const columns = PLAN_COLUMNS.flatMap(([key, label]) => latency[key] || [[key, label]]);
-  fillTable("plans", columns, rec.plans, (i) => (i === 0 ? "best" : ""));
+  fillTable("plans", planColumns(answer), rec.plans, (i) => (i === 0 ? "best" : ""));
+  $("interval-note").textContent = intervalNote(rec);
   fillList("explanation", rec.explanation, (s) => s);
   $("price-basis").textContent = basisNote(rec.price_basis);
   fillList("rejected", rec.rejected, (r) => `${r.gpu} (${r.kind}): ${r.reason}`);
