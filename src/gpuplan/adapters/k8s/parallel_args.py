@@ -25,11 +25,11 @@ Speculative decoding (``Layout.speculative``):
   engine of the pinned vLLM has no draft-model proposer ("In vllm v0.10.0, speculative decoding with a
   draft model is not supported", https://docs.vllm.ai/en/v0.14.0/features/spec_decode/): both refused.
 - SGLang (https://docs.sglang.io/advanced_features/speculative_decoding.html): ``--speculative-algorithm
-  NEXTN`` (MTP; the draft layers load from the target checkpoint) or ``STANDALONE`` (a draft model, with
-  ``--speculative-draft-model-path``) with ``--speculative-num-steps k --speculative-eagle-topk 1
-  --speculative-num-draft-tokens k+1``: a chain of k drafts, as the plan priced (no tree). The pinned
-  SGLang (v0.4.10) takes ``EAGLE, EAGLE3, NEXTN, STANDALONE``, no n-gram; EAGLE needs a head repo: both
-  refused.
+  NEXTN`` (MTP; the draft layers load from the target checkpoint) with ``--speculative-num-steps k
+  --speculative-eagle-topk 1 --speculative-num-draft-tokens k+1``: a chain of k drafts, as the plan
+  priced (no tree). The pinned SGLang (v0.4.10) takes ``EAGLE, EAGLE3, NEXTN``: its draft-model
+  ``STANDALONE`` algorithm came later (requested 2025-08-29, https://github.com/sgl-project/sglang/issues/9785)
+  and so did ``NGRAM``; EAGLE needs a head repo the plan does not record: all refused.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from gpuplan.core.perf.speculative import Speculative
 ParallelEngine = Literal["vllm", "sglang"]
 VLLM_SPEC_METHODS = {"ngram": "ngram", "mtp": "deepseek_mtp"}
 """Plan method -> vLLM ``speculative_config.method`` (module docstring)."""
-SGLANG_SPEC_ALGORITHMS = {"mtp": "NEXTN", "draft": "STANDALONE"}
+SGLANG_SPEC_ALGORITHMS = {"mtp": "NEXTN"}
 """Plan method -> SGLang ``--speculative-algorithm`` (module docstring)."""
 SPEC_EAGLE_TOPK = 1
 """One candidate per draft step: the plan prices a chain of k drafted tokens (core/perf/speculative.py)."""
@@ -87,12 +87,9 @@ def speculative_flags(engine: ParallelEngine, spec: Speculative | None) -> list[
         return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
     algorithm = SGLANG_SPEC_ALGORITHMS.get(spec.method)
     if algorithm is None:
-        raise _refusal(engine, spec.method, "mtp, draft")
-    flags = ["--speculative-algorithm", algorithm]
-    if spec.draft_model is not None:
-        flags += ["--speculative-draft-model-path", spec.draft_model.id]
+        raise _refusal(engine, spec.method, "mtp")
     steps = ["--speculative-num-steps", str(k), "--speculative-eagle-topk", str(SPEC_EAGLE_TOPK)]
-    return flags + steps + ["--speculative-num-draft-tokens", str(k + 1)]
+    return ["--speculative-algorithm", algorithm, *steps, "--speculative-num-draft-tokens", str(k + 1)]
 
 
 def _refusal(engine: str, method: str, rendered: str) -> UserInputError:

@@ -196,7 +196,8 @@ def from_disaggregated_plan(
         update={
             "fleet": name,
             "role": "prefill",
-            "max_num_seqs": DEFAULT_MAX_NUM_SEQS,
+            # the engine default per scheduler: one per attention-DP rank (parallel_args.max_seqs_value)
+            "max_num_seqs": DEFAULT_MAX_NUM_SEQS * prefill.layout.attention_dp,
             "max_unavailable": _max_unavailable(plan.prefill.workers, busy),
         }
     )

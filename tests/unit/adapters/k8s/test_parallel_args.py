@@ -14,6 +14,7 @@ from gpuplan.adapters.k8s.engine_args import EngineArgs, command
 from gpuplan.adapters.k8s.manifests import render
 from gpuplan.adapters.k8s.pools import PLAN_HEADROOM, from_disaggregated_plan, from_plan
 from gpuplan.adapters.k8s.validate import restricted_violations, schema_available, validate_schema
+from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.speculative import Speculative
@@ -138,7 +139,9 @@ def test_disaggregated_wide_pools_render_or_refuse_across_nodes() -> None:
         fits, "deepseek-ai/DeepSeek-V3", load_catalog(), max_model_len=4500, name="ds"
     )
     assert prefill.layout.gpus_per_replica == decode.layout.gpus_per_replica == 8
-    assert "--data-parallel-size" in command("vllm", _args(prefill.layout))
+    vllm = command("vllm", _args(prefill.layout, prefill.max_num_seqs))
+    assert _after(vllm, "--data-parallel-size") == "8"
+    assert _after(vllm, "--max-num-seqs") == "256"  # prefill keeps the engine default, per DP rank
     too_big = fits.model_copy(
         update={"layout": fits.layout.model_copy(update={"attention_dp": 16, "ep": 16, "replicas": 1})}
     )
@@ -180,6 +183,17 @@ def test_speculative_decoding_flags() -> None:
     with pytest.raises(UserInputError, match="--spec-method ngram is not rendered for sglang"):
         command("sglang", _args(ngram))
     assert "--speculative-config" not in command("vllm", _args(Layout(tp=8)))
+    small = get_model("Qwen/Qwen2.5-0.5B-Instruct")
+    draft = mtp.model_copy(
+        update={
+            "speculative": Speculative.model_validate(
+                {"method": "draft", "draft_tokens": 3, "draft_model": small}
+            )
+        }
+    )
+    for engine in ("vllm", "sglang"):  # neither pinned image has a draft-model proposer
+        with pytest.raises(UserInputError, match=f"--spec-method draft is not rendered for {engine}"):
+            command(engine, _args(draft))  # type: ignore[arg-type]
 
 
 def test_amd_pools_use_the_amd_device_plugin_labels_and_rocm_images() -> None:
