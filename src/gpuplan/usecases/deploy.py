@@ -77,8 +77,31 @@ def _from_recommendation(
         )
     plan, name = rec.plans[0], _slug(rec.model)
     if plan.layout_kind == "disaggregated":
-        return from_disaggregated_plan(plan, rec.model, catalog, max_model_len=context, name=name)
+        pools = from_disaggregated_plan(plan, rec.model, catalog, max_model_len=context, name=name)
+        overlapped = _kv_overlapped(rec.assumptions)
+        return [p.model_copy(update={"kv_overlapped": overlapped}) for p in pools]
     return [from_plan(plan, rec.model, catalog, max_model_len=context, name=name)]
+
+
+KV_TRANSPORT_ASSUMPTION = "Disaggregated plans: KV cache over "
+"""How a recommendation's assumption on the KV transport starts (``_transport_line``,
+core/recommend/layout_kinds.py); its transport label ends in ``, overlapped`` when recommend had
+``--kv-overlap`` (``KvTransport.label``, core/perf/kv_transfer.py). The plan JSON has no other record of it."""
+OVERLAPPED_MARK = ", overlapped"
+
+
+def _kv_overlapped(assumptions: list[str]) -> bool:
+    return any(a.startswith(KV_TRANSPORT_ASSUMPTION) and OVERLAPPED_MARK in a for a in assumptions)
+
+
+def render_warnings(pools: list[PoolDeployment], engine: Engine) -> list[str]:
+    """One line per way the manifests run differently from what the plan priced (still valid)."""
+    if engine == "vllm" and any(p.kv_overlapped for p in pools):
+        return [
+            "the plan priced the KV transfer as overlapped with the prefill (--kv-overlap), but vLLM's "
+            "NixlConnector sends it after the prefill: expect TTFT above the plan's by up to its kv_transfer_ms"
+        ]
+    return []
 
 
 def with_checkpoint(

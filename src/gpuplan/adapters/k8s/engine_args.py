@@ -9,7 +9,10 @@ Flags per engine (read at these versions):
   --quantization, --kv-cache-dtype; health ``GET /health``.
 - TGI ``text-generation-launcher`` (https://huggingface.co/docs/text-generation-inference/reference/launcher):
   --num-shard, --max-total-tokens, --max-input-tokens, --max-concurrent-requests, --quantize,
-  --cuda-memory-fraction; health ``GET /health``. TGI has no pipeline parallelism.
+  --cuda-memory-fraction, --speculate (n-gram speculation without Medusa heads); health ``GET /health``.
+  TGI has no pipeline parallelism, attention data parallelism or expert parallelism.
+
+Parallelism (TP, PP, attention DP, EP) and speculative decoding of vLLM and SGLang: :mod:`parallel_args`.
 
 Prefill/decode disaggregation (``disaggregation_flags``; TGI has no such mode):
 - vLLM: ``--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'`` on prefill and
@@ -25,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuplan.adapters.k8s.parallel_args import max_seqs_value, parallel_flags, speculative_flags
 from gpuplan.core.dtypes import FP8
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.perf.layout import Layout
@@ -52,7 +56,21 @@ IMAGES: dict[Engine, str] = {
     "sglang": "lmsysorg/sglang:v0.4.10",
     "tgi": "ghcr.io/huggingface/text-generation-inference:3.3.4",
 }
-"""Pinned release images (Docker Hub vllm/vllm-openai, lmsysorg/sglang; GHCR huggingface/tgi)."""
+"""Pinned release images for NVIDIA GPUs (Docker Hub vllm/vllm-openai, lmsysorg/sglang; GHCR huggingface/tgi)."""
+ROCM_IMAGES: dict[str, dict[Engine, str]] = {
+    "cdna3": {
+        "vllm": "rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909",
+        "sglang": "lmsysorg/sglang:v0.4.10.post2-rocm630-mi30x",
+    },
+}
+"""ROCm builds for AMD GPUs per architecture family, at the pinned engine releases: AMD's vLLM 0.10.1 on
+ROCm 6.4.1 (a Docker Hub rocm/vllm tag, listed in https://github.com/ROCm/amdgpu-docs/issues/88) and
+SGLang's MI300X/MI325X (gfx942) build of v0.4.10.post2 (``-rocm630-mi30x``, the tag public ROCm
+benchmark and SpecForge scripts pull; AMD's SGLang benchmark history,
+https://rocm.docs.amd.com/en/docs-7.1.1/how-to/rocm-for-ai/inference/benchmark-docker/previous-versions/sglang-history.html,
+lists the ``lmsysorg/sglang:<version>-rocm630`` line). MI355X
+(CDNA 4, ``-mi35x`` SGLang builds) is not in the catalog. TGI has no ROCm image pinned here, and
+TensorRT-LLM (not a render engine) runs on NVIDIA only: both are refused on AMD."""
 HEALTH_PATH: dict[Engine, str] = {"vllm": "/health", "sglang": "/health", "tgi": "/health"}
 DEFAULT_MEMORY_FRACTION: dict[Engine, float] = {"vllm": 0.9, "sglang": 0.88, "tgi": 0.9}
 """Engine defaults of gpu_memory_utilization / mem_fraction_static / cuda_memory_fraction (docs/model.md)."""
@@ -101,8 +119,6 @@ class _SharedFlags:
 
     launcher: tuple[str, ...]
     """The command line up to the model path."""
-    tp: str
-    pp: str
     context: str
     max_seqs: str
     memory_fraction: str
@@ -113,8 +129,6 @@ class _SharedFlags:
 _SHARED_FLAGS: dict[Engine, _SharedFlags] = {
     "vllm": _SharedFlags(
         launcher=("vllm", "serve"),
-        tp="--tensor-parallel-size",
-        pp="--pipeline-parallel-size",
         context="--max-model-len",
         max_seqs="--max-num-seqs",
         memory_fraction="--gpu-memory-utilization",
@@ -122,8 +136,6 @@ _SHARED_FLAGS: dict[Engine, _SharedFlags] = {
     ),
     "sglang": _SharedFlags(
         launcher=("python3", "-m", "sglang.launch_server", "--model-path"),
-        tp="--tp-size",
-        pp="--pp-size",
         context="--context-length",
         max_seqs="--max-running-requests",
         memory_fraction="--mem-fraction-static",
@@ -158,7 +170,7 @@ def command(engine: Engine, a: EngineArgs) -> list[str]:
     return _tgi(a) if engine == "tgi" else _vllm_or_sglang(engine, a)
 
 
-def _vllm_or_sglang(engine: Engine, a: EngineArgs) -> list[str]:
+def _vllm_or_sglang(engine: Literal["vllm", "sglang"], a: EngineArgs) -> list[str]:
     flags, layout = _SHARED_FLAGS[engine], a.layout
     args = [
         *flags.launcher,
@@ -167,16 +179,14 @@ def _vllm_or_sglang(engine: Engine, a: EngineArgs) -> list[str]:
         "0.0.0.0",
         "--port",
         str(CONTAINER_PORT),
-        flags.tp,
-        str(layout.tp),
-        flags.pp,
-        str(layout.pp),
+        *parallel_flags(engine, layout),
         flags.context,
         str(a.max_model_len),
         flags.max_seqs,
-        str(a.max_num_seqs),
+        str(max_seqs_value(engine, layout, a.max_num_seqs)),
         flags.memory_fraction,
         _memory_fraction(engine, a),
+        *speculative_flags(engine, layout.speculative),
     ]
     if quant := _quant(engine, layout.weight_dtype.name):
         args += ["--quantization", quant]
@@ -187,12 +197,29 @@ def _vllm_or_sglang(engine: Engine, a: EngineArgs) -> list[str]:
     return args
 
 
-def _tgi(a: EngineArgs) -> list[str]:
-    if a.layout.pp > 1:
+def _tgi_refusals(layout: Layout) -> None:
+    """One-line errors for what TGI cannot run: PP, attention DP, EP, speculation other than n-gram."""
+    if layout.pp > 1:
         raise UserInputError(
-            f"TGI has no pipeline parallelism but the plan uses pp={a.layout.pp}",
+            f"TGI has no pipeline parallelism but the plan uses pp={layout.pp}",
             hint="render with --engine vllm or sglang, or pick a plan with pp=1",
         )
+    if layout.attention_dp > 1 or layout.ep > 1:
+        raise UserInputError(
+            f"TGI has no attention data parallelism or expert parallelism but the plan uses "
+            f"attention_dp={layout.attention_dp} ep={layout.ep}",
+            hint="render with --engine vllm or sglang",
+        )
+    spec = layout.speculative
+    if spec is not None and spec.method != "ngram":
+        raise UserInputError(
+            f"--spec-method {spec.method} is not rendered for tgi (its --speculate is n-gram or Medusa heads)",
+            hint="render with --engine vllm or sglang, or re-plan with --spec-method ngram",
+        )
+
+
+def _tgi(a: EngineArgs) -> list[str]:
+    _tgi_refusals(a.layout)
     args = [
         "text-generation-launcher",
         "--model-id",
@@ -214,7 +241,22 @@ def _tgi(a: EngineArgs) -> list[str]:
     ]
     if quant := _quant("tgi", a.layout.weight_dtype.name):
         args += ["--quantize", quant]
+    if a.layout.speculative is not None:
+        args += ["--speculate", str(a.layout.speculative.draft_tokens)]
     return args
+
+
+def image(engine: Engine, vendor: str, family: str | None) -> str:
+    """The engine's image for the pool's GPU: the pinned CUDA build, or the ROCm build of an AMD family."""
+    if vendor == "NVIDIA":
+        return IMAGES[engine]
+    by_engine = ROCM_IMAGES.get(family or "", {})
+    if engine not in by_engine:
+        raise UserInputError(
+            f"--engine {engine} has no ROCm image pinned for {vendor} {family} GPUs",
+            hint=f"render with --engine {' or '.join(by_engine) or 'vllm or sglang'} on AMD GPUs",
+        )
+    return by_engine[engine]
 
 
 def require_disaggregation(engine: Engine) -> None:

@@ -15,8 +15,15 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from gpuplan.adapters.k8s.engine_args import CONTAINER_PORT, HEALTH_PATH, IMAGES, Engine, EngineArgs, command
-from gpuplan.adapters.k8s.labels import GPU_RESOURCE, MEMORY_LABEL, PRODUCT_LABEL, mig_resource
+from gpuplan.adapters.k8s.engine_args import CONTAINER_PORT, HEALTH_PATH, Engine, EngineArgs, command, image
+from gpuplan.adapters.k8s.labels import (
+    AMD_GPU_RESOURCE,
+    AMD_PRODUCT_LABEL,
+    GPU_RESOURCE,
+    MEMORY_LABEL,
+    PRODUCT_LABEL,
+    mig_resource,
+)
 from gpuplan.adapters.k8s.pools import MEMORY_LABEL_FLOOR, PoolDeployment
 
 Obj = dict[str, Any]
@@ -113,7 +120,8 @@ def priority_class(tier: str) -> Obj:
 
 def _resources(pool: PoolDeployment) -> Obj:
     gpus = pool.layout.gpus_per_replica
-    accelerators = {mig_resource(pool.mig_profile): 1} if pool.mig_profile else {GPU_RESOURCE: gpus}
+    whole = {(AMD_GPU_RESOURCE if pool.vendor == "AMD" else GPU_RESOURCE): gpus}
+    accelerators = {mig_resource(pool.mig_profile): 1} if pool.mig_profile else whole
     host = 1 if pool.mig_profile else gpus
     memory = f"{MEMORY_GIB_PER_GPU * host}Gi"
     return {
@@ -155,7 +163,7 @@ def _engine_container(pool: PoolDeployment, engine: Engine) -> Obj:
     probes = _probes(HEALTH_PATH[engine])
     return {
         "name": engine,
-        "image": IMAGES[engine],
+        "image": image(engine, pool.vendor, pool.family),
         "command": command(engine, args),
         "ports": [{"name": "http", "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
         "env": [
@@ -178,17 +186,26 @@ def _engine_container(pool: PoolDeployment, engine: Engine) -> Obj:
 
 
 def _node_placement(pool: PoolDeployment) -> Obj:
-    memory = {"key": MEMORY_LABEL, "operator": "Gt", "values": [str(pool.min_memory_mib - 1)]}
+    """NVIDIA: GFD's product label and at least the GPU's memory; AMD: any of the labeller's product
+    names of the GPU (:mod:`labels`). Either way the device plugin's GPU taint is tolerated."""
+    if pool.vendor == "AMD":
+        expression = {"key": AMD_PRODUCT_LABEL, "operator": "In", "values": list(pool.product_labels)}
+        selector: Obj = {}
+        taint = AMD_GPU_RESOURCE
+    else:
+        expression = {"key": MEMORY_LABEL, "operator": "Gt", "values": [str(pool.min_memory_mib - 1)]}
+        selector = {"nodeSelector": {PRODUCT_LABEL: pool.product_label}}
+        taint = GPU_RESOURCE
     return {
-        "nodeSelector": {PRODUCT_LABEL: pool.product_label},
+        **selector,
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [memory]}]
+                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
                 }
             }
         },
-        "tolerations": [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": [{"key": taint, "operator": "Exists", "effect": "NoSchedule"}],
     }
 
 

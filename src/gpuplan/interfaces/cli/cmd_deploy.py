@@ -131,13 +131,22 @@ def render_cmd(
     catalog: CatalogOpt = None,
 ) -> None:
     """Deployment, Service, PDB per pool; Namespace, PriorityClasses, optional benchmark Job."""
-    from gpuplan.usecases.deploy import dump, pools_from_file, render_files, with_checkpoint, write_files
+    from gpuplan.usecases.deploy import (
+        dump,
+        pools_from_file,
+        render_files,
+        render_warnings,
+        with_checkpoint,
+        write_files,
+    )
 
     if engine not in ENGINES:
         raise UserInputError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}")
     pools = pools_from_file(source, catalog_from(catalog), max_model_len=max_model_len)
     pools = with_checkpoint(pools, checkpoint, engine)
     files = render_files(pools, engine, namespace=namespace, bench_image=bench_image)
+    for warning in render_warnings(pools, engine):
+        sys.stderr.write(f"warning: {warning}\n")
     if output is None:
         sys.stdout.write(dump([obj for objs in files.values() for obj in objs]))
         return

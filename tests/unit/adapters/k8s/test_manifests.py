@@ -81,8 +81,39 @@ MIG = _pool(
     input_tokens=256,
     output_tokens=128,
 )
+WIDE_EP = _pool(
+    name="deepseek-v3",
+    fleet="deepseek-v3",
+    model="deepseek-ai/DeepSeek-V3",
+    gpu="H200-SXM",
+    product_label="NVIDIA-H200",
+    min_memory_mib=128746,
+    tier="hpc",
+    layout=Layout(tp=1, attention_dp=8, ep=8, weight_dtype="fp8"),
+    checkpoint=None,
+    max_model_len=4500,
+    max_num_seqs=336,
+    rate_rps=5.0,
+    input_tokens=4000,
+    output_tokens=500,
+)
+"""A wide-EP replica: 8 attention-DP ranks of one GPU, experts split 8 ways, one 8-GPU node."""
+MI300X = WIDE_EP.model_copy(
+    update={
+        "name": "deepseek-v3-mi300x",
+        "gpu": "MI300X",
+        "vendor": "AMD",
+        "family": "cdna3",
+        "product_label": "AMD_Instinct_MI300X",
+        "product_labels": ("AMD_Instinct_MI300X", "AMD_Instinct_MI300X_OAM"),
+        "tier": "general",
+    }
+)
 CASES = {
     "seed-003-vllm": ([_pool(), REPORTS], "vllm", "ghcr.io/example/gpuplan:0.1.0"),
+    "wide-ep-vllm": ([WIDE_EP], "vllm", None),
+    "wide-ep-sglang": ([WIDE_EP], "sglang", None),
+    "mi300x-sglang": ([MI300X], "sglang", None),
     "mig-sglang": ([MIG], "sglang", None),
     "plan-tgi": ([_pool(name="qwen2-5-7b-instruct", fleet="qwen2-5-7b-instruct", tier="cost")], "tgi", None),
 }
