@@ -78,7 +78,8 @@ def _from_recommendation(
     plan, name = rec.plans[0], _slug(rec.model)
     if plan.layout_kind == "disaggregated":
         pools = from_disaggregated_plan(plan, rec.model, catalog, max_model_len=context, name=name)
-        overlapped = _kv_overlapped(rec.assumptions)
+        transport = plan.kv_transport
+        overlapped = transport.overlapped if transport is not None else _kv_overlapped(rec.assumptions)
         return [p.model_copy(update={"kv_overlapped": overlapped}) for p in pools]
     return [from_plan(plan, rec.model, catalog, max_model_len=context, name=name)]
 
@@ -86,7 +87,8 @@ def _from_recommendation(
 KV_TRANSPORT_ASSUMPTION = "Disaggregated plans: KV cache over "
 """How a recommendation's assumption on the KV transport starts (``_transport_line``,
 core/recommend/layout_kinds.py); its transport label ends in ``, overlapped`` when recommend had
-``--kv-overlap`` (``KvTransport.label``, core/perf/kv_transfer.py). The plan JSON has no other record of it."""
+``--kv-overlap`` (``KvTransport.label``, core/perf/kv_transfer.py): read in plan files written before
+plans carried ``kv_transport``."""
 OVERLAPPED_MARK = ", overlapped"
 
 

@@ -24,7 +24,7 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.cost import monthly_usd, usd_per_million_tokens
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import decode_bound
-from gpuplan.core.perf.kv_transfer import kv_link_busy_s, kv_transfer_s
+from gpuplan.core.perf.kv_transfer import KvTransport, kv_link_busy_s, kv_transfer_s
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.recommend.disaggregated_pools import (
     DecodeOption,
@@ -226,7 +226,7 @@ def _cost(p: Pairing) -> tuple[float, int]:
     return per_hour + p.decode.usd_per_hour, p.num_gpus
 
 
-def disaggregated_plan(p: Pairing, target: Workload, cal: Calibration) -> Plan:
+def disaggregated_plan(p: Pairing, target: Workload, cal: Calibration, transport: KvTransport) -> Plan:
     """The plan of a pairing: the decode pool is its layout (``gpu``, flat keys), both pools priced."""
     d, pre = p.decode, p.prefill
     prefill_layout = pre.layout.with_replicas(p.prefill_workers)
@@ -256,6 +256,7 @@ def disaggregated_plan(p: Pairing, target: Workload, cal: Calibration) -> Plan:
         prefill=pools[0],
         decode=pools[1],
         kv_transfer_ms=p.transfer_s * MS_PER_S,
+        kv_transport=transport,
         concurrency_per_replica=d.running,
         ttft_ms=p.ttft_s * MS_PER_S,
         tpot_ms=d.tpot_s * MS_PER_S,
@@ -310,7 +311,7 @@ def disaggregated_plans(
             reason = f"disaggregated: needs {nearest[gpu]} GPUs > max {space.max_gpus}"
             why[gpu] = Rejection(gpu=gpu, kind="count", reason=reason)
         else:
-            plans.append(disaggregated_plan(found, target, cal))
+            plans.append(disaggregated_plan(found, target, cal, space.kv_transport))
     done = {p.gpu for p in plans}
     return plans, [r for g, r in why.items() if g not in done]
 

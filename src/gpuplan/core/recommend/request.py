@@ -304,6 +304,9 @@ class Plan(FrozenModel):
     kv_transfer_ms: float | None = Field(
         default=None, description="exposed KV-cache transfer of one prompt, prefill to decode (disaggregated)"
     )
+    kv_transport: KvTransport | None = Field(
+        default=None, description="the link the KV cache was priced on (disaggregated plans)"
+    )
     prefill_share: float | None = Field(
         default=None,
         description="share of an aggregated replica's GPU time its prompts take at the target (rate targets)",
@@ -351,7 +354,7 @@ class Plan(FrozenModel):
         fields_only = cast(CoreSchema, {k: v for k, v in schema.items() if k != "serialization"})
         json_schema = handler(fields_only)
         plan = handler.resolve_ref_schema(json_schema)
-        keys = PlanLayoutKeys.model_json_schema()
+        keys = handler.resolve_ref_schema(handler(PlanLayoutKeys.__pydantic_core_schema__))
         properties: dict[str, Any] = {}
         for name, prop in plan["properties"].items():
             properties.update(keys["properties"] if name == "layout" else {name: prop})

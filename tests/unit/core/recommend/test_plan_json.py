@@ -50,6 +50,7 @@ WRITTEN_PLAN: dict[str, Any] = {
     **{k: v for k, v in EARLIER_PLAN.items() if k in FLAT_KEYS[:7]},
     "ep": 1,
     "attention_dp": 1,
+    "speculative": None,
     **{
         k: v
         for k, v in EARLIER_PLAN.items()
@@ -71,12 +72,14 @@ WRITTEN_PLAN: dict[str, Any] = {
     "prefill": None,
     "decode": None,
     "kv_transfer_ms": None,
+    "kv_transport": None,
     "prefill_share": None,
 }
 """The same plan as written now: ``price_quote`` (the quote it is priced from, null in a plan built
 without one) after ``price_source``, ``p99_source`` (where P99s came from), then the count at the point
 estimate, the intervals and the benchmark that would narrow them (``recommend --confidence``, issue
-17), then the layout kind and a disaggregated plan's pools (issue 20), last."""
+17), then the layout kind, a disaggregated plan's pools and KV link (issue 20), last; the layout keys end with
+the speculative decoding (null: off)."""
 
 
 def _plan(layout: Layout) -> Plan:
