@@ -52,6 +52,11 @@ def summary_table(s: dict[str, Any]) -> None:
         f"achieved {s['achieved_rate']:.1f} req/s, {s['output_tokens_per_s']:.0f} output tokens/s",
         highlight=False,
     )
+    if dep := s.get("deployment"):
+        render.console.print(
+            "behind the endpoint: " + ", ".join(f"{k} {v}" for k, v in dep.items() if k != "num_gpus"),
+            highlight=False,
+        )
     rows = [[m, *(s[m][k] for k in STATS)] for m in LATENCY_METRICS]
     lag = s["client"]
     rows += [
@@ -61,3 +66,7 @@ def summary_table(s: dict[str, Any]) -> None:
     render.table("latency", ["metric", *STATS], rows)
     if s["errors"]:
         render.lines([f"{k}: {v}" for k, v in sorted(s["errors"].items())], title="errors")
+    if s.get("finish_reasons"):  # a run stored before finish reasons were kept has none
+        render.lines([f"{k}: {v}" for k, v in sorted(s["finish_reasons"].items())], title="finish_reason")
+    for warning in s.get("warnings") or ():
+        render.err_console.print(f"warning: {warning}", highlight=False)

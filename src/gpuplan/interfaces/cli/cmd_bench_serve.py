@@ -82,6 +82,10 @@ InputOpt = Annotated[
 OutputOpt = Annotated[
     int, typer.Option("--output-tokens", "--random-output-len", help="max_tokens per request")
 ]
+GpuOpt = Annotated[str | None, typer.Option(help="the server's GPU (catalog id), stored with the run")]
+EngineOpt = Annotated[str | None, typer.Option(help="the server's engine (default: read from /metrics)")]
+EngineVersionOpt = Annotated[str | None, typer.Option(help="engine version (default: vLLM's /version)")]
+TpOpt = Annotated[int | None, typer.Option(help="the server's tensor-parallel degree, stored with the run")]
 NO_TIME_BOUND_S = 86_400.0
 """The duration of a ``--num-prompts`` run without ``--duration``: the config's cap, one day (the count ends it)."""
 
@@ -129,6 +133,7 @@ def bench_serve(
     workers: Annotated[int, typer.Option(help="client processes sharing the schedule")] = 1,
     scrape_metrics: ScrapeOpt = False, metrics_url: MetricsUrlOpt = None, seed: Annotated[int, typer.Option()] = 0,
     resume: Annotated[str | None, typer.Option(help="RUN_ID of an interrupted run to complete")] = None,
+    gpu: GpuOpt = None, engine: EngineOpt = None, engine_version: EngineVersionOpt = None, tp: TpOpt = None,
     store: StoreOpt = None, progress: ProgressOpt = None,
     format: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
@@ -163,7 +168,8 @@ def _load(given: dict[str, Any]) -> dict[str, Any]:
         "api_key": given["api_key"], "headers": flags.headers(given["header"]),
         "extra_body": flags.extra_body(given["extra_body"]), "temperature": given["temperature"],
         "top_p": given["top_p"], "top_k": given["top_k"], "ignore_eos": given["ignore_eos"],
-        "max_errors": max_count, "max_error_share": max_share,
+        "max_errors": max_count, "max_error_share": max_share, "gpu": given["gpu"], "engine": given["engine"],
+        "engine_version": given["engine_version"], "tp": given["tp"],
     }  # fmt: skip
 
 
@@ -216,6 +222,13 @@ def _rates_rps(text: str | None) -> list[float]:
 def _load_config(load: dict[str, Any]) -> LoadConfig:
     from gpuplan.adapters.bench.load.config import LoadConfig
     from gpuplan.adapters.bench.load.workload import trace_span_s
+    from gpuplan.interfaces.cli.cmd_bench_gpu import check_deployment
+
+    check_deployment(None, gpu=load["gpu"], engine=load["engine"], tp=load["tp"] or 1, weight_dtype=None)
+    if load["engine"] is not None:  # the engine profile's own name (vLLM -> vllm), as calibrate reads it
+        from gpuplan.core.perf.engine_profiles import get_engine
+
+        load["engine"] = get_engine(load["engine"]).name
 
     if load["duration_s"] is None and load["trace_path"]:
         load["duration_s"] = trace_span_s(load["trace_path"])

@@ -47,11 +47,13 @@ def calibrate_rows(
     data: str,
     output: Path | None,
     command: str,
+    notes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Fit, report errors before/after per kind and the factors changed; write the profile if asked."""
+    """Fit, report errors before/after per kind and the factors changed; write the profile if asked.
+    ``notes``: the runs left out and why (the first is the reason given when no row is left)."""
     if not rows:
         raise UserInputError(
-            "no usable results to calibrate on",
+            "no usable results to calibrate on" + (f": {notes[0]}" if notes else ""),
             hint="run gpuplan bench gpu / bench train / bench serve first, or pass a CSV",
         )
     start = load_calibration(base) if base else default_calibration()
@@ -59,6 +61,14 @@ def calibrate_rows(
     cal, mfu, fitted = fit_profile(rows, catalog, start, data=data, command=command, training=start_training)
     training = start_training.model_copy(update={"mfu": start_training.mfu | mfu})
     errors = compare(rows, catalog, (start, start_training), (cal, training))
+    if errors[-1].predicted == 0:
+        from gpuplan.usecases.calibration.measured_predict import unpredicted_reason
+
+        raise UserInputError(
+            f"none of the {len(rows)} rows can be predicted, so nothing is fitted: row {rows[0].id}: "
+            + unpredicted_reason(rows[0], catalog, start),
+            hint="gpuplan calibrate --rows-out rows.csv shows the rows' conditions",
+        )
     factors = [
         {
             "factor": f"{field}.{key}" if key else field,

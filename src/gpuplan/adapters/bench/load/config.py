@@ -98,6 +98,10 @@ class LoadConfig(FrozenModel):
     dataset_path: str | None = Field(
         default=None, description="ShareGPT-format JSON (--dataset-name sharegpt)"
     )
+    gpu: str | None = Field(default=None, description="the server's GPU (catalog id), recorded with the run")
+    engine: str | None = Field(default=None, description="the server's engine; default: read from the server")
+    engine_version: str | None = Field(default=None, description="default: read from the server (vLLM)")
+    tp: int | None = Field(default=None, ge=1, description="the server's tensor-parallel degree")
 
     @classmethod
     def from_stored(cls, data: Any) -> LoadConfig:

@@ -81,6 +81,23 @@ class BenchSummary(BaseModel):
     errors: dict[str, int]
     client: ClientLateness
     server_metrics: dict[str, Any] | None = None
+    finish_reasons: dict[str, int] = Field(default_factory=dict)
+    """Completed requests by their stream's ``finish_reason`` (``none``: the server sent none)."""
+    stopped_early: int = 0
+    """Completed requests that stopped before ``max_tokens`` (a ``finish_reason`` other than ``length``)."""
+    deployment: dict[str, Any] = Field(default_factory=dict)
+    """The GPU, engine and model behind the endpoint, as recorded with the run (flags, else the server)."""
+    warnings: list[str] = Field(default_factory=list)
+    """What makes the numbers less than they seem: early stops, the client's own event-loop lag."""
+
+
+LOOP_LAG_WARN_MS = 20.0
+"""P99 event-loop lag of the client above which the summary warns that its own delay is in the latencies.
+GuideLLM warns on its scheduler's lag the same way (https://github.com/vllm-project/guidellm); 20 ms is
+two sampling periods of the lag monitor and several times a healthy loop's P99 (< 2 ms on the mock at
+1,000 req/s, docs/bench.md)."""
+FULL_LENGTH = "length"
+"""The ``finish_reason`` of a stream that stopped at ``max_tokens`` (OpenAI API: ``length``)."""
 
 
 def dist(values: Sequence[float]) -> Dist:
@@ -120,6 +137,45 @@ def _window_s(config: LoadConfig, send_span_s: float, done_span_s: float) -> flo
     return max(done_span_s, send_span_s, 1e-9)
 
 
+def _latencies(ok: Sequence[RequestRecord]) -> dict[str, Dist]:
+    """The latency distributions of the completed requests (ITL: every gap of every request)."""
+    return {
+        "ttft_ms": dist([r.ttft_ms for r in ok if r.ttft_ms is not None]),
+        "e2e_ms": dist([r.e2e_ms for r in ok if r.e2e_ms is not None]),
+        "ttft_from_schedule_ms": dist([r.ttft_sched_ms for r in ok if r.ttft_sched_ms is not None]),
+        "e2e_from_schedule_ms": dist([r.e2e_sched_ms for r in ok if r.e2e_sched_ms is not None]),
+        "tpot_ms": dist([r.tpot_ms for r in ok if r.tpot_ms is not None]),
+        "itl_ms": dist([g for r in ok for g in r.itl_ms]),
+    }
+
+
+def _finishes(ok: Sequence[RequestRecord]) -> dict[str, int]:
+    return dict(Counter(r.finish_reason or "none" for r in ok))
+
+
+def _warnings(config: LoadConfig, finishes: dict[str, int], loop_lag: Dist) -> list[str]:
+    """The early-stop line (a warning when ``ignore_eos`` was off) and the loop-lag warning."""
+    out: list[str] = []
+    early = {k: n for k, n in finishes.items() if k not in (FULL_LENGTH, "none")}
+    if early:
+        reasons = ", ".join(
+            f"finish_reason={k}" + (f" x{n}" if len(early) > 1 else "") for k, n in early.items()
+        )
+        why = (
+            "ignore_eos was off, so outputs are shorter than --output-tokens; pass --ignore-eos for fixed lengths"
+            if not config.ignore_eos
+            else "ignore_eos was sent: the server did not honour it"
+        )
+        out.append(f"{sum(early.values())} requests stopped before max tokens ({reasons}): {why}")
+    if loop_lag.p99 is not None and loop_lag.p99 > LOOP_LAG_WARN_MS:
+        out.append(
+            f"the client's event loop lagged: P99 {loop_lag.p99:.1f} ms > {LOOP_LAG_WARN_MS:g} ms "
+            f"(max {loop_lag.max or 0:.0f} ms); its own delay is in the latencies: give the client "
+            "its own cores or more --workers"
+        )
+    return out
+
+
 def summarise(
     run_id: str,
     config: LoadConfig,
@@ -128,6 +184,7 @@ def summarise(
     cpu_s: float | None = None,
     session_requests: int = 0,
     server_metrics: dict[str, Any] | None = None,
+    deployment: dict[str, Any] | None = None,
 ) -> BenchSummary:
     """The summary of all measured (non-warm-up) records; latest record per index wins.
 
@@ -142,6 +199,8 @@ def summarise(
     out_tokens = sum(r.output_tokens for r in ok)
     sla = config.goodput_sla
     lags = [r.send_lag_ms for r in measured] if config.open_loop else []
+    client = _client(lags, loop_lag_ms, cpu_s, session_requests)
+    finishes = _finishes(ok)
     return BenchSummary(
         run_id=run_id,
         mode=config.mode,
@@ -153,17 +212,16 @@ def summarise(
         requests_failed=len(measured) - len(ok),
         warmup_excluded=len(latest) - len(measured),
         achieved_rate_rps=(len(measured) if config.open_loop else len(ok)) / window,
-        ttft_ms=dist([r.ttft_ms for r in ok if r.ttft_ms is not None]),
-        e2e_ms=dist([r.e2e_ms for r in ok if r.e2e_ms is not None]),
-        ttft_from_schedule_ms=dist([r.ttft_sched_ms for r in ok if r.ttft_sched_ms is not None]),
-        e2e_from_schedule_ms=dist([r.e2e_sched_ms for r in ok if r.e2e_sched_ms is not None]),
-        tpot_ms=dist([r.tpot_ms for r in ok if r.tpot_ms is not None]),
-        itl_ms=dist([g for r in ok for g in r.itl_ms]),
+        **_latencies(ok),
         input_tokens_mean=float(np.mean([r.input_tokens for r in ok])) if ok else None,
         output_tokens_mean=out_tokens / len(ok) if ok else None,
         output_tokens_per_s=out_tokens / max(done_span, window, 1e-9),
         goodput_rps=None if sla.empty else sum(_meets_slo(r, sla) for r in ok) / window,
         errors=dict(Counter(r.error for r in measured if r.error is not None)),
-        client=_client(lags, loop_lag_ms, cpu_s, session_requests),
+        client=client,
         server_metrics=server_metrics,
+        finish_reasons=finishes,
+        deployment=deployment or {},
+        stopped_early=sum(n for k, n in finishes.items() if k not in (FULL_LENGTH, "none")),
+        warnings=_warnings(config, finishes, client.loop_lag_ms),
     )

@@ -36,6 +36,10 @@ SUMMARY_KEYS = [
     "errors",
     "client",
     "server_metrics",
+    "finish_reasons",
+    "stopped_early",
+    "deployment",
+    "warnings",
 ]
 """``bench serve --format json`` and the stored summary, in order (the keys before the rename)."""
 
