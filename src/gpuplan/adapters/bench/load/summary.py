@@ -85,6 +85,9 @@ class BenchSummary(BaseModel):
     """Completed requests by their stream's ``finish_reason`` (``none``: the server sent none)."""
     stopped_early: int = 0
     """Completed requests that stopped before ``max_tokens`` (a ``finish_reason`` other than ``length``)."""
+    selected_percentiles: dict[str, dict[str, float | None]] = Field(default_factory=dict)
+    """``--percentile-metrics`` at ``--metric-percentiles`` (vLLM's): ``{"ttft_ms": {"p99": ...}}``, keys
+    ``p`` + the percentile as written (``p99.9``); from the actual send, as vLLM measures."""
     deployment: dict[str, Any] = Field(default_factory=dict)
     """The GPU, engine and model behind the endpoint, as recorded with the run (flags, else the server)."""
     warnings: list[str] = Field(default_factory=list)
@@ -108,11 +111,53 @@ def dist(values: Sequence[float]) -> Dist:
     return Dist(mean=float(a.mean()), p50=p50, p90=p90, p99=p99, max=float(a.max()))
 
 
-def _meets_slo(r: RequestRecord, sla: Sla) -> bool:
-    """Whether one request's TTFT from the scheduled send and its TPOT are within the goodput limits."""
+def _meets_slo(r: RequestRecord, sla: Sla, e2el_ms: float | None) -> bool:
+    """Whether one request's TTFT and E2E latency from the scheduled send and its TPOT are within the
+    goodput limits (``e2el_ms``: ``--goodput e2el:MS``)."""
     if sla.ttft_p99_ms is not None and (r.ttft_sched_ms is None or r.ttft_sched_ms > sla.ttft_p99_ms):
         return False
+    if e2el_ms is not None and (r.e2e_sched_ms is None or r.e2e_sched_ms > e2el_ms):
+        return False
     return not (sla.tpot_p99_ms is not None and r.tpot_ms is not None and r.tpot_ms > sla.tpot_p99_ms)
+
+
+def _goodput_rps(config: LoadConfig, ok: Sequence[RequestRecord], window_s: float) -> float | None:
+    """Requests within every goodput limit per second of the window (None: no limit given)."""
+    sla, e2el_ms = config.goodput_sla, config.slo_e2el_ms
+    if sla.empty and e2el_ms is None:
+        return None
+    return sum(_meets_slo(r, sla, e2el_ms) for r in ok) / window_s
+
+
+PERCENTILE_FIELDS = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2el": "e2e_ms"}
+"""Each ``--percentile-metrics`` name and the summary field it is."""
+
+
+def percentile_key(percentile: float) -> str:
+    """``p99``, ``p99.9``: the percentile as ``vllm bench serve`` names it (``p99_ttft_ms``), less the metric."""
+    return f"p{percentile:g}"
+
+
+def _selected(config: LoadConfig, ok: Sequence[RequestRecord]) -> dict[str, dict[str, float | None]]:
+    values: dict[str, list[float]] = {
+        "ttft_ms": [r.ttft_ms for r in ok if r.ttft_ms is not None],
+        "tpot_ms": [r.tpot_ms for r in ok if r.tpot_ms is not None],
+        "itl_ms": [g for r in ok for g in r.itl_ms],
+        "e2e_ms": [r.e2e_ms for r in ok if r.e2e_ms is not None],
+    }
+    out: dict[str, dict[str, float | None]] = {}
+    for name in config.percentile_metrics:
+        found = values[PERCENTILE_FIELDS[name]]
+        points = (
+            np.percentile(found, config.metric_percentiles)
+            if found
+            else [None] * len(config.metric_percentiles)
+        )
+        out[PERCENTILE_FIELDS[name]] = {
+            percentile_key(p): None if v is None else float(v)
+            for p, v in zip(config.metric_percentiles, points, strict=True)
+        }
+    return out
 
 
 def _client(
@@ -197,7 +242,6 @@ def summarise(
     done_span = max((r.done_s for r in ok), default=start) - start
     window = _window_s(config, send_span, done_span)
     out_tokens = sum(r.output_tokens for r in ok)
-    sla = config.goodput_sla
     lags = [r.send_lag_ms for r in measured] if config.open_loop else []
     client = _client(lags, loop_lag_ms, cpu_s, session_requests)
     finishes = _finishes(ok)
@@ -216,11 +260,12 @@ def summarise(
         input_tokens_mean=float(np.mean([r.input_tokens for r in ok])) if ok else None,
         output_tokens_mean=out_tokens / len(ok) if ok else None,
         output_tokens_per_s=out_tokens / max(done_span, window, 1e-9),
-        goodput_rps=None if sla.empty else sum(_meets_slo(r, sla) for r in ok) / window,
+        goodput_rps=_goodput_rps(config, ok, window),
         errors=dict(Counter(r.error for r in measured if r.error is not None)),
         client=client,
         server_metrics=server_metrics,
         finish_reasons=finishes,
+        selected_percentiles=_selected(config, ok),
         deployment=deployment or {},
         stopped_early=sum(n for k, n in finishes.items() if k not in (FULL_LENGTH, "none")),
         warnings=_warnings(config, finishes, client.loop_lag_ms),

@@ -38,6 +38,7 @@ SUMMARY_KEYS = [
     "server_metrics",
     "finish_reasons",
     "stopped_early",
+    "selected_percentiles",
     "deployment",
     "warnings",
 ]
