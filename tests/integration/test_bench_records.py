@@ -68,8 +68,11 @@ def _run(url: str, store: str, **kw: object) -> BenchSummary:
 @pytest.mark.parametrize("api", ["completions", "chat"])
 def test_early_stops_are_recorded_counted_and_warned_of(mock: str, tmp_path: Path, api: str) -> None:
     store = f"sqlite:///{tmp_path / 'r.sqlite'}"
-    s = _run(mock, store, api=api, ignore_eos=False)
+    s = _run(mock, store, api=api, ignore_eos=False, metrics_url=mock + "/metrics")
     records = Store(store).records(s.run_id)
+    assert s.server_metrics is not None  # the server's own count of early stops agrees with the client's
+    stops = s.server_metrics["delta"]['vllm:request_success_total{finished_reason="stop",model_name="mock"}']
+    assert stops == 8
     assert [r.finish_reason for r in records] == ["stop"] * 8
     assert {r.output_tokens for r in records} == {EOS_AFTER}
     assert s.finish_reasons == {"stop": 8} and s.stopped_early == 8
@@ -129,7 +132,10 @@ def test_calibrate_reads_the_recorded_gpu_and_says_why_when_it_cannot(mock: str,
         app, ["calibrate", "--from-store", "--store", f"sqlite:///{bare}", "--gpu", "H100-SXM"]
     )
     assert given.exit_code == 1
-    assert f"none of the {expected} rows can be predicted" in given.output and "unknown model 'mock'" in given.output
+    assert (
+        f"none of the {expected} rows can be predicted" in given.output
+        and "unknown model 'mock'" in given.output
+    )
     assert with_gpu.run_id != without.run_id
 
 
@@ -163,7 +169,10 @@ OLD_KEYS = [
 def _old_summary_json() -> str:
     empty = {"mean": None, "p50": None, "p90": None, "p99": None, "max": None}
     client = {"send_lag_ms": empty, "sends_late_over_1ms": 0.0, "loop_lag_ms": empty}
-    old: dict[str, object] = {k: empty for k in OLD_KEYS if k.endswith("_ms")} | {"client": client, "errors": {}}
+    old: dict[str, object] = {k: empty for k in OLD_KEYS if k.endswith("_ms")} | {
+        "client": client,
+        "errors": {},
+    }
     old |= {"run_id": "old", "mode": "rate", "target_rate": 1.0, "concurrency": None, "duration_s": 1.0}
     old |= {"requests_sent": 1, "requests_completed": 1, "requests_failed": 0, "warmup_excluded": 0}
     old |= {"achieved_rate": 1.0, "input_tokens_mean": 1.0, "output_tokens_mean": 1.0}

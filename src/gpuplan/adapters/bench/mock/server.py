@@ -356,6 +356,7 @@ class _Stream:
             return
         stats = self.server.stats
         stats.completed += 1
+        stats.finished[self.finish_reason] += 1
         stats.prompt_tokens += self.prompt_tokens
         stats.generation_tokens += self.tokens
         self.conn.done(self.keep_alive)
