@@ -64,6 +64,9 @@ def test_bad_knobs_are_one_line_errors_naming_the_flag(tmp_path: Path, mock_url:
         ("--metadata", "novalue"): "--metadata",
         ("--prefix-len", "8"): "--prefix-len",
         ("--slo-ttft-ms", "5", "--goodput", "ttft:5"): "--slo-ttft-ms",
+        ("--gpu", "H999"): "unknown GPU 'H999'",
+        ("--engine", "vlm"): "unknown engine 'vlm'",
+        ("--tp", "0"): "--tp",
     }
     for flags, named in cases.items():
         res = CliRunner().invoke(app, [*base, *flags])
