@@ -200,6 +200,11 @@ def calibrate(
         command="gpuplan " + " ".join(sys.argv[1:]),
         notes=tuple(notes),
     )
+    if outcome["nothing_predicted"]:  # no profile is written: it would be the starting one
+        raise UserInputError(
+            outcome["nothing_predicted"],
+            hint="gpuplan calibrate --rows-out rows.csv shows the rows' conditions",
+        )
     outcome["skipped_runs"] = notes
     if shape == "json":
         render.emit_json(outcome)
