@@ -252,7 +252,7 @@ def test_trace_replay_with_prompt_file_and_metrics_scrape(mock: str, tmp_path: P
     assert s.input_tokens_mean == pytest.approx(sum(8 + i for i in range(10)) / 10)
     assert s.server_metrics is not None
     delta = s.server_metrics["delta"]
-    assert delta['vllm:request_success_total{model_name="mock"}'] >= 10
+    assert delta['vllm:request_success_total{finished_reason="length",model_name="mock"}'] >= 10
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "one two three", "max_tokens": 2}\n', encoding="utf-8")
     s2 = _run(mock, tmp_path, api="chat", rate_rps=20.0, duration_s=0.5, prompts_path=str(prompts))

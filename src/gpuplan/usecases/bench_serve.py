@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan import __version__
-from gpuplan.adapters.bench.load import metrics, runner, search
+from gpuplan.adapters.bench.load import endpoint, metrics, runner, search
 from gpuplan.adapters.bench.load.brakes import limit_text
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.preflight import check_endpoint
@@ -49,9 +49,13 @@ class Access:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def conditions(config: LoadConfig) -> dict[str, Any]:
-    """What the numbers depend on besides the config: client host and software."""
+def conditions(config: LoadConfig, server: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the numbers depend on besides the config: client host and software, and what stands behind
+    the endpoint (``server``: :func:`endpoint.server_info`; ``deployment``: the flags, else what it said)."""
+    server = server or {}
     return {
+        "server": server,
+        "deployment": endpoint.deployment(config, server),
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
@@ -110,7 +114,7 @@ def serve(
     hooks = hooks or Hooks(announce=announce)
     store = Store(store_url)
     run_id, config, skip = _open(store, config, resume, access or Access())
-    _begin(store, run_id, config, resume is not None, skip, hooks)
+    deployment = _begin(store, run_id, config, resume is not None, skip, hooks)
     before = metrics.scrape(config.metrics_url) if config.metrics_url else None
     outcome = _drive(store, run_id, config, skip, hooks)
     server = (
@@ -124,6 +128,7 @@ def serve(
         outcome.cpu_s,
         len(outcome.records),
         server,
+        deployment,
     )
     store.finish_run(run_id, "stopped" if outcome.stopped else "completed", summary.model_dump(mode="json"))
     if outcome.stopped:
@@ -147,20 +152,26 @@ def _kinds(summary: BenchSummary) -> str:
 
 def _begin(
     store: Store, run_id: str, config: LoadConfig, resuming: bool, skip: set[int], hooks: Hooks
-) -> None:
-    """Check the target and the files, record the run (or mark the resumed one running), tell the hooks."""
-    check_endpoint(config)
+) -> dict[str, Any]:
+    """Check the target and the files, record the run (or mark the resumed one running), tell the hooks;
+    returns the run's recorded deployment."""
+    cards = check_endpoint(config)
     from gpuplan.adapters.bench.load.workload import build
 
     build(config)  # reads the trace and prompt files: a bad file fails here, before a run is recorded
     if resuming:
         store.set_status(run_id, "running")
+        recorded = store.run(run_id).conditions.get("deployment")
+        deployment = recorded if isinstance(recorded, dict) else {}
     else:
-        store.create_run(run_id, "serve", config.model_dump(mode="json"), conditions(config), __version__)
+        found = conditions(config, endpoint.server_info(config, cards))
+        deployment = found["deployment"]
+        store.create_run(run_id, "serve", config.model_dump(mode="json"), found, __version__)
     if hooks.announce is not None:
         hooks.announce(run_id, store.display_url)
     if hooks.start is not None:
         hooks.start(_expected(config, skip))
+    return deployment
 
 
 def _drive(store: Store, run_id: str, config: LoadConfig, skip: set[int], hooks: Hooks) -> runner.Outcome:

@@ -32,6 +32,9 @@ class RequestRecord(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     usage_reported: bool = False
+    finish_reason: str | None = None
+    """The stream's last ``finish_reason`` (``length``: stopped at ``max_tokens``; ``stop``: an EOS or stop
+    string came first); None when the server sent none (or on a stored run from before it was kept)."""
 
     @property
     def ok(self) -> bool:

@@ -24,6 +24,7 @@ __all__ = [
     "bench_app",
     "goodput_line",
     "results_app",
+    "run_tags",
     "summary_table",
 ]
 
@@ -72,6 +73,11 @@ def summary_table(s: dict[str, Any]) -> None:
     )
     if s.get("goodput_rps") is not None:
         render.console.print(goodput_line(s), highlight=False)
+    if dep := s.get("deployment"):
+        render.console.print(
+            "behind the endpoint: " + ", ".join(f"{k} {v}" for k, v in dep.items() if k != "num_gpus"),
+            highlight=False,
+        )
     rows = [[m, *(s[m][k] for k in STATS)] for m in LATENCY_METRICS]
     lag = s["client"]
     rows += [
@@ -79,5 +85,27 @@ def summary_table(s: dict[str, Any]) -> None:
         ["client loop lag ms", *(lag["loop_lag_ms"][k] for k in STATS)],
     ]
     render.table("latency", ["metric", *STATS], rows)
+    _selected_table(s.get("selected_percentiles") or {})
     if s["errors"]:
         render.lines([f"{k}: {v}" for k, v in sorted(s["errors"].items())], title="errors")
+    if s.get("finish_reasons"):  # a run stored before finish reasons were kept has none
+        render.lines([f"{k}: {v}" for k, v in sorted(s["finish_reasons"].items())], title="finish_reason")
+    for warning in s.get("warnings") or ():
+        render.err_console.print(f"warning: {warning}", highlight=False)
+
+
+def _selected_table(selected: dict[str, dict[str, float | None]]) -> None:
+    """``--percentile-metrics`` at ``--metric-percentiles``, when they ask for a percentile the latency
+    table lacks (p95, p99.9 ...)."""
+    keys = list(dict.fromkeys(k for points in selected.values() for k in points))
+    if not any(k not in STATS for k in keys):
+        return
+    rows = [[metric, *(points.get(k) for k in keys)] for metric, points in selected.items()]
+    render.table("percentiles (--percentile-metrics, --metric-percentiles)", ["metric", *keys], rows)
+
+
+def run_tags(config: dict[str, Any]) -> str:
+    """A run's ``--label`` and ``--metadata`` in one line ("" when it has neither)."""
+    parts = [config["label"]] if config.get("label") else []
+    parts += [f"{k}={v}" for k, v in (config.get("metadata") or {}).items()]
+    return ", ".join(parts)

@@ -184,7 +184,7 @@ def calibrate(
     from gpuplan.usecases.calibration.calibrate import calibrate_rows, gather_rows
 
     shape = fmt(format)
-    _check_deployment(catalog, gpu=gpu, engine=engine, tp=tp, weight_dtype=weight_dtype)
+    check_deployment(catalog, gpu=gpu, engine=engine, tp=tp, weight_dtype=weight_dtype)
     deployment = {"gpu": gpu, "engine": engine, "tp": tp, "num_gpus": tp, "weight_dtype": weight_dtype}
     rows, notes, data = gather_rows(results, from_store, store, tuple(run or ()), deployment)
     if rows_out is not None:
@@ -198,7 +198,13 @@ def calibrate(
         data=data,
         output=output,
         command="gpuplan " + " ".join(sys.argv[1:]),
+        notes=tuple(notes),
     )
+    if outcome["nothing_predicted"]:  # no profile is written: it would be the starting one
+        raise UserInputError(
+            outcome["nothing_predicted"],
+            hint="gpuplan calibrate --rows-out rows.csv shows the rows' conditions",
+        )
     outcome["skipped_runs"] = notes
     if shape == "json":
         render.emit_json(outcome)
@@ -206,7 +212,7 @@ def calibrate(
     _calibration_tables(outcome)
 
 
-def _check_deployment(
+def check_deployment(
     catalog: CatalogOpt, *, gpu: str | None, engine: str | None, tp: int, weight_dtype: str | None
 ) -> None:
     """The serving-run flags name a real GPU, engine and dtype, and tp >= 1 (they label measurements)."""

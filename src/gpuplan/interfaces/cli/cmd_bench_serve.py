@@ -7,7 +7,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,72 +15,55 @@ from gpuplan.core.errors import UserInputError
 from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import fmt, guarded
 from gpuplan.interfaces.cli.cmd_bench import StoreOpt, announce, bench_app, summary_table
+from gpuplan.interfaces.cli.serve_options import (
+    ApiKeyOpt,
+    DatasetOpt,
+    DatasetPathOpt,
+    DurationOpt,
+    EngineOpt,
+    EngineVersionOpt,
+    ExtraBodyOpt,
+    GoodputOpt,
+    GpuOpt,
+    HeaderOpt,
+    IgnoreEosOpt,
+    InputOpt,
+    LabelOpt,
+    MaxConcOpt,
+    MaxErrorsOpt,
+    MetadataOpt,
+    MetricPctOpt,
+    MetricsUrlOpt,
+    NumPrefixesOpt,
+    NumPromptsOpt,
+    OutputOpt,
+    PctMetricsOpt,
+    PrefixLenOpt,
+    ProgressOpt,
+    PromptsOpt,
+    RangeRatioOpt,
+    RateOpt,
+    RequestRateOpt,
+    ScrapeOpt,
+    SearchOpt,
+    TemperatureOpt,
+    TopKOpt,
+    TopPOpt,
+    TpOpt,
+    TraceOpt,
+)
 
 if TYPE_CHECKING:  # names for the annotations only: the load tester is imported when a command runs
     from gpuplan.adapters.bench.load.config import LoadConfig
     from gpuplan.core.sla import Sla
     from gpuplan.usecases.bench_serve import Access, Hooks
 
-RateOpt = Annotated[
-    float | None, typer.Option(help="open loop: requests/s (start rate of --max-rate-under-slo)")
-]
-TraceOpt = Annotated[
-    Path | None, typer.Option(help="replay a trace (CSV/JSONL: arrival_s, input_tokens, output_tokens)")
-]
-SearchOpt = Annotated[
-    bool,
-    typer.Option(
-        "--max-rate-under-slo", help="search the highest rate meeting --slo-ttft-p99-ms/--slo-tpot-p99-ms"
-    ),
-]
-DurationOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="measured seconds after warm-up (default 30; a trace: its span; --num-prompts: unbounded)"
-    ),
-]
-PromptsOpt = Annotated[Path | None, typer.Option(help='JSONL prompts ({"prompt": ...} per line), in turn')]
-ScrapeOpt = Annotated[bool, typer.Option("--scrape-metrics", help="scrape URL/metrics before/after")]
-MetricsUrlOpt = Annotated[str | None, typer.Option(help="Prometheus endpoint to scrape (implies scraping)")]
-ProgressOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--progress/--no-progress", help="progress bar on stderr (default: when stderr is a terminal)"
-    ),
-]
 DEFAULT_DURATION_S = 30.0
 """Measured seconds of a rate or concurrency run without --duration (the --duration help says so)."""
 SEARCH_LIMIT_FLAGS = {"ttft_p99_ms": "--slo-ttft-p99-ms", "tpot_p99_ms": "--slo-tpot-p99-ms"}
 """The ``Sla`` limit each flag of the max-rate search sets."""
 
 
-ApiKeyOpt = Annotated[
-    str | None,
-    typer.Option(
-        envvar="OPENAI_API_KEY", show_default=False, help="sent as Authorization: Bearer; never stored"
-    ),
-]
-HeaderOpt = Annotated[
-    list[str] | None, typer.Option("--header", help="extra header 'NAME: VALUE' or NAME=VALUE (repeatable)")
-]
-ExtraBodyOpt = Annotated[str | None, typer.Option(help="JSON object merged into every request body")]
-TemperatureOpt = Annotated[float, typer.Option(help="sampling temperature")]
-TopPOpt = Annotated[float | None, typer.Option(help="nucleus sampling top_p (not sent unless given)")]
-TopKOpt = Annotated[int | None, typer.Option(help="top_k (vLLM, SGLang; not sent unless given)")]
-IgnoreEosOpt = Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos", help="generate max_tokens")]
-MaxErrorsOpt = Annotated[str | None, typer.Option(help="stop after N failed requests, or a share: 5%")]
-NumPromptsOpt = Annotated[int | None, typer.Option(help="count-bounded run: send this many requests")]
-RequestRateOpt = Annotated[str | None, typer.Option(help="vLLM's name of --rate; inf: all at once")]
-MaxConcOpt = Annotated[int | None, typer.Option(help="open loop: most requests in flight")]
-RangeRatioOpt = Annotated[float, typer.Option(help="lengths uniform in L(1-r)..L(1+r), 0 <= r < 1")]
-DatasetOpt = Annotated[str, typer.Option(help="random (synthetic) or sharegpt (--dataset-path)")]
-DatasetPathOpt = Annotated[Path | None, typer.Option(help="ShareGPT-format JSON file")]
-InputOpt = Annotated[
-    int, typer.Option("--input-tokens", "--random-input-len", help="prompt tokens (approx.)")
-]
-OutputOpt = Annotated[
-    int, typer.Option("--output-tokens", "--random-output-len", help="max_tokens per request")
-]
 NO_TIME_BOUND_S = 86_400.0
 """The duration of a ``--num-prompts`` run without ``--duration``: the config's cap, one day (the count ends it)."""
 
@@ -129,6 +111,10 @@ def bench_serve(
     workers: Annotated[int, typer.Option(help="client processes sharing the schedule")] = 1,
     scrape_metrics: ScrapeOpt = False, metrics_url: MetricsUrlOpt = None, seed: Annotated[int, typer.Option()] = 0,
     resume: Annotated[str | None, typer.Option(help="RUN_ID of an interrupted run to complete")] = None,
+    prefix_len: PrefixLenOpt = None, num_prefixes: NumPrefixesOpt = None, goodput: GoodputOpt = None,
+    percentile_metrics: PctMetricsOpt = None, metric_percentiles: MetricPctOpt = None,
+    label: LabelOpt = None, metadata: MetadataOpt = None,
+    gpu: GpuOpt = None, engine: EngineOpt = None, engine_version: EngineVersionOpt = None, tp: TpOpt = None,
     store: StoreOpt = None, progress: ProgressOpt = None,
     format: Annotated[str, typer.Option("--format", "-f", help="table or json")] = "table",
 ) -> None:
@@ -154,7 +140,7 @@ def _load(given: dict[str, Any]) -> dict[str, Any]:
         "url": given["url"], "model": given["model"], "api": given["api"], "rate_rps": rate_rps,
         "all_at_once": all_at_once, "concurrency": given["concurrency"], "max_concurrency": given["max_concurrency"],
         "num_prompts": given["num_prompts"], "trace_path": paths["trace"], "prompts_path": paths["prompts"],
-        "dataset": given["dataset_name"], "dataset_path": paths["dataset_path"],
+        "dataset": given["dataset_name"].replace("-", "_"), "dataset_path": paths["dataset_path"],
         "range_ratio": given["random_range_ratio"], "arrival": given["arrival"], "burstiness": given["burstiness"],
         "duration_s": given["duration"], "warmup_s": given["warmup"], "input_tokens": given["input_tokens"],
         "output_tokens": given["output_tokens"], "seed": given["seed"], "request_timeout_s": given["timeout"],
@@ -163,8 +149,31 @@ def _load(given: dict[str, Any]) -> dict[str, Any]:
         "api_key": given["api_key"], "headers": flags.headers(given["header"]),
         "extra_body": flags.extra_body(given["extra_body"]), "temperature": given["temperature"],
         "top_p": given["top_p"], "top_k": given["top_k"], "ignore_eos": given["ignore_eos"],
-        "max_errors": max_count, "max_error_share": max_share,
+        "max_errors": max_count, "max_error_share": max_share, "gpu": given["gpu"], "engine": given["engine"],
+        "engine_version": given["engine_version"], "tp": given["tp"], "label": given["label"],
+        "metadata": flags.metadata(given["metadata"]), **_workload_extras(given),
     }  # fmt: skip
+
+
+def _workload_extras(given: dict[str, Any]) -> dict[str, Any]:
+    """The prefix workload's sizes, the percentiles asked for and the goodput limits (only those given, so
+    the config's defaults stay vLLM's); ``--goodput`` and ``--slo-*-ms`` may not both set one limit."""
+    from gpuplan.adapters.bench.load import flags
+
+    extras: dict[str, Any] = {
+        "prefix_len": given["prefix_len"],
+        "num_prefixes": given["num_prefixes"],
+        "percentile_metrics": flags.comma_list("--percentile-metrics", given["percentile_metrics"]),
+        "metric_percentiles": flags.comma_list("--metric-percentiles", given["metric_percentiles"]),
+    }
+    sized = extras["prefix_len"] is not None or extras["num_prefixes"] is not None
+    if sized and given["dataset_name"].replace("-", "_") != "prefix_repetition":
+        raise UserInputError("--prefix-len/--num-prefixes size --dataset-name prefix_repetition only")
+    limits = flags.goodput(given["goodput"])
+    for field, flag in (("slo_ttft_ms", "--slo-ttft-ms"), ("slo_tpot_ms", "--slo-tpot-ms")):
+        if field in limits and given[field] is not None:
+            raise UserInputError(f"give {flag} or --goodput {field.split('_')[1]}:MS, not both")
+    return {k: v for k, v in extras.items() if v is not None} | limits
 
 
 def _default_metrics_url(url: str | None, scrape_metrics: bool) -> str | None:
@@ -216,6 +225,13 @@ def _rates_rps(text: str | None) -> list[float]:
 def _load_config(load: dict[str, Any]) -> LoadConfig:
     from gpuplan.adapters.bench.load.config import LoadConfig
     from gpuplan.adapters.bench.load.workload import trace_span_s
+    from gpuplan.interfaces.cli.cmd_bench_gpu import check_deployment
+
+    check_deployment(None, gpu=load["gpu"], engine=load["engine"], tp=load["tp"] or 1, weight_dtype=None)
+    if load["engine"] is not None:  # the engine profile's own name (vLLM -> vllm), as calibrate reads it
+        from gpuplan.core.perf.engine_profiles import get_engine
+
+        load["engine"] = get_engine(load["engine"]).name
 
     if load["duration_s"] is None and load["trace_path"]:
         load["duration_s"] = trace_span_s(load["trace_path"])

@@ -31,6 +31,11 @@ def mock_server(
     api_key: Annotated[
         str | None, typer.Option(help="like vllm serve --api-key: /v1/* needs Authorization: Bearer KEY")
     ] = None,
+    max_model_len: Annotated[int, typer.Option(help="max_model_len reported in /v1/models")] = 4096,
+    eos_after_tokens: Annotated[
+        int | None,
+        typer.Option(help="a request without ignore_eos stops after this many (finish_reason stop)"),
+    ] = None,
     served_model_name: Annotated[
         list[str] | None,
         typer.Option(help="like vllm serve: the model names served (repeatable); others get 404; none: any"),

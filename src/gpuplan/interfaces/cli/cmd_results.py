@@ -11,7 +11,7 @@ import typer
 from gpuplan.core.errors import UserInputError
 from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import CalibrationOpt, CatalogOpt, FormatOpt, catalog_from, fmt, guarded
-from gpuplan.interfaces.cli.cmd_bench import StoreOpt, results_app, summary_table
+from gpuplan.interfaces.cli.cmd_bench import StoreOpt, results_app, run_tags, summary_table
 
 if TYPE_CHECKING:
     from gpuplan.usecases.results_report.model import Report
@@ -42,10 +42,12 @@ def results_list(
             r.config.get("model"),
             _load_label(r.config),
             (r.summary or {}).get("achieved_rate"),  # the stored JSON key of achieved_rate_rps
+            run_tags(r.config),
         ]
         for r in runs
     ]
-    render.table("runs", ["id", "kind", "status", "created", "requests", "model", "load", "achieved"], rows)
+    headers = ["id", "kind", "status", "created", "requests", "model", "load", "achieved", "label, metadata"]
+    render.table("runs", headers, rows)
 
 
 def _load_label(config: dict[str, Any]) -> object:
@@ -68,6 +70,8 @@ def results_show(
     if fmt(format) == "json" or info.summary is None:
         render.emit_json(info)
         return
+    if tags := run_tags(info.config):
+        render.console.print(f"label, metadata: {tags}", highlight=False)
     summary_table(info.summary)
 
 

@@ -47,11 +47,13 @@ def calibrate_rows(
     data: str,
     output: Path | None,
     command: str,
+    notes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Fit, report errors before/after per kind and the factors changed; write the profile if asked."""
+    """Fit, report errors before/after per kind and the factors changed; write the profile if asked.
+    ``notes``: the runs left out and why (the first is the reason given when no row is left)."""
     if not rows:
         raise UserInputError(
-            "no usable results to calibrate on",
+            "no usable results to calibrate on" + (f": {notes[0]}" if notes else ""),
             hint="run gpuplan bench gpu / bench train / bench serve first, or pass a CSV",
         )
     start = load_calibration(base) if base else default_calibration()
@@ -59,6 +61,7 @@ def calibrate_rows(
     cal, mfu, fitted = fit_profile(rows, catalog, start, data=data, command=command, training=start_training)
     training = start_training.model_copy(update={"mfu": start_training.mfu | mfu})
     errors = compare(rows, catalog, (start, start_training), (cal, training))
+    unpredicted = _nothing_predicted(rows, catalog, start) if errors[-1].predicted == 0 else None
     factors = [
         {
             "factor": f"{field}.{key}" if key else field,
@@ -67,7 +70,7 @@ def calibrate_rows(
         }
         for field, key in fitted
     ]
-    if output is not None:
+    if output is not None and unpredicted is None:
         write_profile(output, cal, mfu)
     return {
         "rows": len(rows),
@@ -75,6 +78,17 @@ def calibrate_rows(
         "factors": factors,
         "training_mfu": mfu,
         "training_mfu_before": {key: start_training.factor("mfu", key) for key in mfu},
-        "profile": str(output) if output else None,
+        "profile": str(output) if output and unpredicted is None else None,
+        "nothing_predicted": unpredicted,
         "calibration": cal.model_dump(mode="json"),
     }
+
+
+def _nothing_predicted(rows: list[ResultRow], catalog: Catalog, cal: Any) -> str:
+    """Why no row could be predicted, in one line (the first row's reason): nothing was fitted."""
+    from gpuplan.usecases.calibration.measured_predict import unpredicted_reason
+
+    return (
+        f"none of the {len(rows)} rows can be predicted, so nothing is fitted: row {rows[0].id}: "
+        + unpredicted_reason(rows[0], catalog, cal)
+    )

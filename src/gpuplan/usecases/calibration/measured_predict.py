@@ -74,3 +74,14 @@ def predict_row(
     if row.kind == "train":
         return predict_train_tflops(row, catalog, training)
     return _micro(row, gpu, cal)
+
+
+def unpredicted_reason(row: ResultRow, catalog: Catalog, cal: Calibration) -> str:
+    """Why :func:`predict_row` gives None for ``row``, in one line."""
+    if gpu_of(row, catalog) is None:
+        return f"GPU {row.gpu!r} is not in the catalog"
+    if row.kind == "serve":
+        reason = predict_case(as_case(row), catalog, cal, simulate=False).skip_reason
+        return reason or "the serving model gave no prediction"
+    shown = ", ".join(f"{k}={v}" for k, v in row.fields.items() if k != "source")
+    return f"no {row.kind} prediction for these conditions ({shown})"

@@ -4,8 +4,9 @@ A row: ``kind`` (gemm, bandwidth, allreduce, train, serve), catalog ``gpu``, ``m
 and its conditions in ``fields`` (the validation CSV's column names: dtype, model, framework,
 num_gpus, tp, weight_dtype, scenario, input_len, output_len, concurrency, request_rate …; a bench train
 run adds ``checkpointing`` ("full" when it ran with gradient checkpointing) and the ``lora_rank`` of LoRA).
-Serving runs do not know the server's hardware: give it in the run's ``config.deployment`` /
-``conditions.deployment``, or as defaults (``gpuplan calibrate --gpu --engine --tp``).
+A serving run records the server's deployment in ``conditions.deployment`` (``bench serve --gpu --engine
+--tp``, the engine otherwise read from the server); ``gpuplan calibrate --gpu --engine --tp`` fill in
+what a run did not record.
 """
 
 from __future__ import annotations
@@ -98,11 +99,29 @@ def _train_rows(run: RunInfo, items: list[dict[str, Any]]) -> Iterator[ResultRow
             )
 
 
+def _deployment(run: RunInfo, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The flags' defaults, then what the run recorded (a recorded None never hides a flag)."""
+    recorded = (run.conditions.get("deployment") or {}) | (run.config.get("deployment") or {})
+    return dict(defaults) | {k: v for k, v in recorded.items() if v is not None}
+
+
+def serve_skip_reason(run: RunInfo, defaults: Mapping[str, Any]) -> str | None:
+    """Why a serve run gives no row, in a few words, or None when it gives rows."""
+    cfg, summary = run.config, run.summary or {}
+    if not _deployment(run, defaults).get("gpu"):
+        return "no GPU recorded (bench serve --gpu) or given (calibrate --gpu)"
+    if not (cfg.get("concurrency") or cfg.get("rate_rps")):
+        return "neither a rate nor a concurrency run (a trace or --request-rate inf is not fitted)"
+    if not summary.get("requests_completed"):
+        return f"no completed requests (status {run.status})"
+    return None
+
+
 def _serve_rows(run: RunInfo, defaults: Mapping[str, Any]) -> Iterator[ResultRow]:
-    dep = dict(defaults) | (run.conditions.get("deployment") or {}) | (run.config.get("deployment") or {})
+    dep = _deployment(run, defaults)
     summary, cfg = run.summary or {}, run.config
-    mode = "concurrency" if cfg.get("concurrency") else "rate" if cfg.get("rate_rps") else None
-    if not dep.get("gpu") or mode is None or not summary.get("requests_completed"):
+    mode = "concurrency" if cfg.get("concurrency") else "rate"
+    if serve_skip_reason(run, defaults) is not None:
         return
     fields = {
         "model": dep.get("model") or cfg.get("model"),
@@ -148,7 +167,8 @@ def rows_from_store(
             found = list(_serve_rows(run, deployment or {}))
             rows += found
             if not found:
-                notes.append(f"{run.run_id[:12]} (serve): no deployment GPU given or no completed requests")
+                why = serve_skip_reason(run, deployment or {}) or "no positive latency or throughput"
+                notes.append(f"{run.run_id[:12]} (serve): {why}")
     return rows, notes
 
 

@@ -21,10 +21,13 @@ from dataclasses import dataclass, field
 from json.scanner import make_scanner
 from typing import Any
 
+from gpuplan.adapters.bench.load.body import request_body
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.wire import Exchange, Pool, WireError, clock
 from gpuplan.adapters.store.records import RequestRecord
 from gpuplan.core.redact import mask_secrets
+
+__all__ = ["request_body", "send", "start", "usage_problem"]
 
 Keep = Callable[[RequestRecord, float | None], None]
 """Where a finished request goes: its record and the ``Retry-After`` seconds its answer asked for."""
@@ -113,28 +116,6 @@ class _Stream:
             self.feed(b"\n\n", now)
         elif self.data:
             self.feed(b"\n", now)
-
-
-def request_body(config: LoadConfig, prompt: str, output_tokens: int | None = None) -> bytes:
-    """The JSON body of one request: model, prompt, ``max_tokens``, streaming with usage, the sampling
-    parameters (``top_p``/``top_k`` only when given), then ``--extra-body`` merged over all of it."""
-    body: dict[str, Any] = {
-        "model": config.model,
-        "max_tokens": output_tokens or config.output_tokens,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "ignore_eos": config.ignore_eos,
-        "temperature": config.temperature,
-    }
-    if config.top_p is not None:
-        body["top_p"] = config.top_p
-    if config.top_k is not None:
-        body["top_k"] = config.top_k
-    if config.api == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
-    else:
-        body["prompt"] = prompt
-    return json.dumps(body | config.extra_body).encode()
 
 
 def _has_text(choice: dict[str, Any]) -> bool:
@@ -381,6 +362,7 @@ def _record(
         "input_tokens": state.prompt_tokens if state.prompt_tokens is not None else input_tokens,
         "output_tokens": out,
         "usage_reported": state.completion_tokens is not None,
+        "finish_reason": state.finish_reason,
     }
     if error is not None or not times:
         return RequestRecord(**common)

@@ -33,7 +33,15 @@ MAX_TEMPERATURE = 2.0
 """OpenAI's range for ``temperature`` is 0 to 2 (https://platform.openai.com/docs/api-reference/completions/create)."""
 Arrival = Literal["poisson", "constant", "gamma"]
 Api = Literal["completions", "chat"]
-Dataset = Literal["random", "sharegpt"]
+Dataset = Literal["random", "sharegpt", "prefix_repetition"]
+PercentileMetric = Literal["ttft", "tpot", "itl", "e2el"]
+"""``--percentile-metrics`` names, as ``vllm bench serve`` has them (e2el: end-to-end latency)."""
+DEFAULT_PERCENTILE_METRICS: tuple[PercentileMetric, ...] = ("ttft", "tpot", "itl")
+"""vLLM's default for generative models (https://docs.vllm.ai/en/latest/cli/bench/serve/)."""
+DEFAULT_METRIC_PERCENTILES = (99.0,)
+"""vLLM's default ``--metric-percentiles`` ("99")."""
+MAX_METADATA_ITEMS = 64
+"""``--metadata`` pairs a run may carry (they are labels, not data)."""
 REVEAL_SECRETS = "reveal_secrets"
 """Serialization context key: dump ``api_key`` and secret header values as they are. Only the hand-over of
 a config to a worker process uses it; every other dump (the store, JSON output) leaves the key out and
@@ -98,6 +106,21 @@ class LoadConfig(FrozenModel):
     dataset_path: str | None = Field(
         default=None, description="ShareGPT-format JSON (--dataset-name sharegpt)"
     )
+    prefix_len: int = Field(default=256, ge=1, le=1_000_000, description="prefix_repetition: shared words")
+    num_prefixes: int = Field(
+        default=10, ge=1, le=100_000, description="prefix_repetition: distinct prefixes"
+    )
+    slo_e2el_ms: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="goodput: E2E latency from the scheduled send"
+    )
+    percentile_metrics: tuple[PercentileMetric, ...] = Field(default=DEFAULT_PERCENTILE_METRICS, min_length=1)
+    metric_percentiles: tuple[float, ...] = Field(default=DEFAULT_METRIC_PERCENTILES, min_length=1)
+    label: str | None = Field(default=None, max_length=200, description="a name for the run (vLLM's --label)")
+    metadata: dict[str, str] = Field(default_factory=dict, description="KEY=VALUE pairs stored with the run")
+    gpu: str | None = Field(default=None, description="the server's GPU (catalog id), recorded with the run")
+    engine: str | None = Field(default=None, description="the server's engine; default: read from the server")
+    engine_version: str | None = Field(default=None, description="default: read from the server (vLLM)")
+    tp: int | None = Field(default=None, ge=1, description="the server's tensor-parallel degree")
 
     @classmethod
     def from_stored(cls, data: Any) -> LoadConfig:
@@ -125,6 +148,7 @@ class LoadConfig(FrozenModel):
     @model_validator(mode="after")
     def _consistent(self) -> LoadConfig:
         self._check_profile()
+        self._check_workload()
         self._check_headers()
         for flag, url in (("--url", self.url), ("--metrics-url", self.metrics_url)):
             if url is None:
@@ -150,10 +174,21 @@ class LoadConfig(FrozenModel):
                 "--max-concurrency caps an open loop (--rate or --request-rate inf); "
                 "a closed loop is --concurrency alone"
             )
+
+    def _check_workload(self) -> None:
+        """The dataset and its files, the percentiles and the metadata."""
         if (self.dataset == "sharegpt") != (self.dataset_path is not None):
             raise ValueError("--dataset-name sharegpt needs --dataset-path FILE.json (and only it takes one)")
         if self.dataset_path is not None and self.prompts_path is not None:
             raise ValueError("give --prompts or --dataset-path, not both")
+        if self.dataset == "prefix_repetition" and (self.prompts_path or self.trace_path):
+            raise ValueError(
+                "--dataset-name prefix_repetition builds its own prompts (not --prompts or a trace)"
+            )
+        if any(not 0 < p <= 100 for p in self.metric_percentiles):
+            raise ValueError("--metric-percentiles must each lie in (0, 100], e.g. 50,90,99")
+        if len(self.metadata) > MAX_METADATA_ITEMS:
+            raise ValueError(f"--metadata holds at most {MAX_METADATA_ITEMS} KEY=VALUE pairs")
         if self.range_ratio > 0 and (self.dataset != "random" or self.prompts_path or self.trace_path):
             raise ValueError(
                 "--random-range-ratio varies synthetic prompts only (not --prompts, a trace or sharegpt)"

@@ -1,5 +1,6 @@
 """The text of ``bench serve``'s compound flags, read into config values: ``--header K:V``, ``--extra-body
-JSON``, ``--max-errors 50|5%`` and ``--request-rate R|inf``. Each bad value is a one-line
+JSON``, ``--max-errors 50|5%``, ``--request-rate R|inf``, ``--goodput KEY:MS``, ``--metadata KEY=VALUE``
+and the comma lists (``--percentile-metrics``, ``--metric-percentiles``). Each bad value is a one-line
 :class:`UserInputError` naming the flag, and never quoting a header's value (it may be a credential)."""
 
 from __future__ import annotations
@@ -83,3 +84,50 @@ def request_rate(rate: float | None, request_rate_text: str | None) -> tuple[flo
             f"--request-rate {request_rate_text!r} must be a number > 0 or inf", hint="e.g. --request-rate 20"
         )
     return value, False
+
+
+GOODPUT_KEYS = {"ttft": "slo_ttft_ms", "tpot": "slo_tpot_ms", "e2el": "slo_e2el_ms"}
+"""``--goodput KEY:MS`` keys, as ``vllm bench serve`` has them, and the config limit each sets."""
+
+
+def goodput(items: list[str] | None) -> dict[str, float]:
+    """``--goodput 'ttft:500 tpot:50'`` (vLLM's space-separated pairs in one value) or repeated
+    ``--goodput e2el:2000``: the config's limits (``slo_*_ms``), in ms."""
+    limits: dict[str, float] = {}
+    for pair in " ".join(items or ()).replace(",", " ").split():
+        key, _, value = pair.partition(":")
+        try:
+            limit_ms = float(value)
+        except ValueError:
+            limit_ms = math.nan
+        if key not in GOODPUT_KEYS or not math.isfinite(limit_ms) or limit_ms <= 0:
+            raise UserInputError(
+                f"--goodput {pair!r} must be KEY:MS with KEY ttft, tpot or e2el and MS > 0",
+                hint="e.g. --goodput 'ttft:500 tpot:50 e2el:2000'",
+            )
+        limits[GOODPUT_KEYS[key]] = limit_ms
+    return limits
+
+
+def metadata(items: list[str] | None) -> dict[str, str]:
+    """``--metadata KEY=VALUE`` (repeatable; vLLM's form) as a dict; a later KEY wins."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserInputError(f"--metadata {item[:60]!r} is not KEY=VALUE", hint="e.g. --metadata tp=2")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def comma_list(flag: str, text: str | None) -> list[str] | None:
+    """``a,b,c`` as its non-empty items (None when the flag is not given)."""
+    if text is None:
+        return None
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise UserInputError(
+            f"{flag} is empty",
+            hint=f"e.g. {flag} " + ("ttft,tpot,itl,e2el" if "metrics" in flag else "50,90,99"),
+        )
+    return items

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from gpuplan.adapters.bench.load.client import request_body
+from gpuplan.adapters.bench.load.body import request_body
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.core import jsontext
 from gpuplan.core.errors import BenchmarkError, UserInputError
@@ -31,8 +31,9 @@ RETRYABLE_4XX = (408, 429)
 """4xx answers that say "later", not "wrong": a probe answered so does not fail the model check."""
 
 
-def check_endpoint(config: LoadConfig) -> None:
-    """Reachable, the key accepted and the model served, else one line saying which flag to fix."""
+def check_endpoint(config: LoadConfig) -> list[dict[str, Any]] | None:
+    """Reachable, the key accepted and the model served, else one line saying which flag to fix; returns
+    the model cards the server listed (None: it has no model list)."""
     response = _get_models(config.url, config.http_headers(), config.secrets())
     if response.status_code in AUTH_STATUSES:
         raise UserInputError(
@@ -40,10 +41,12 @@ def check_endpoint(config: LoadConfig) -> None:
             + ("wrong" if config.api_key or config.headers else "missing"),
             hint="give the server's key with --api-key (or OPENAI_API_KEY)",
         )
-    served = _model_ids(response)
+    cards = _model_cards(response)
+    served = None if cards is None else [str(card["id"]) for card in cards]
     if served is None or config.model in served:
-        return
+        return cards
     _probe(config, served)
+    return cards
 
 
 def _get_models(url: str, headers: dict[str, str], secrets: tuple[str, ...]) -> httpx.Response:
@@ -59,8 +62,8 @@ def _get_models(url: str, headers: dict[str, str], secrets: tuple[str, ...]) -> 
         ) from None
 
 
-def _model_ids(response: httpx.Response) -> list[str] | None:
-    """The ids of an OpenAI model list (``{"data": [{"id": ...}]}``), or None when it is not one."""
+def _model_cards(response: httpx.Response) -> list[dict[str, Any]] | None:
+    """The cards of an OpenAI model list (``{"data": [{"id": ...}]}``), or None when it is not one."""
     if response.status_code != 200:
         return None
     try:
@@ -70,7 +73,7 @@ def _model_ids(response: httpx.Response) -> list[str] | None:
     items = data.get("data") if isinstance(data, dict) else None
     if not isinstance(items, list):
         return None
-    return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+    return [item for item in items if isinstance(item, dict) and "id" in item]
 
 
 def _probe(config: LoadConfig, served: list[str]) -> None:

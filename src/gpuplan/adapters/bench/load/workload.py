@@ -18,10 +18,18 @@
   entry with two non-empty turns gives a prompt (the first turn) with ``max_tokens`` = the second turn's
   length in words, so prompts keep their real lengths; entries are shuffled with ``seed`` and request
   ``i`` uses entry ``i mod n``.
+- ``dataset = "prefix_repetition"`` (``--dataset-name prefix_repetition``, ``vllm bench serve``'s
+  ``PrefixRepetitionRandomDataset``, for prefix-caching tests): ``num_prefixes`` synthetic prefixes of
+  ``prefix_len`` words, each prompt one of them + a space + ``input_tokens`` fresh words (vLLM's suffix
+  length), ``max_tokens = output_tokens``. Every prefix is used equally often: each block of
+  ``num_prefixes`` consecutive requests uses each once, in an order shuffled by ``seed`` and the block.
+  vLLM builds ``num_prompts // num_prefixes`` prompts per prefix and shuffles the list, dropping the
+  remainder; here a count that is not a multiple only leaves the last block partly used.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass
@@ -49,6 +57,8 @@ class Plan:
     input_tokens: list[int] | None = None
     output_tokens: list[int] | None = None
     prompts: list[Prompt] | None = None
+    prefixes: list[str] | None = None
+    """The shared prefixes of ``prefix_repetition`` (see the module doc)."""
 
     def request(self, config: LoadConfig, index: int) -> tuple[str, int, int]:
         """(prompt, estimated input tokens, max_tokens) of request ``index``."""
@@ -56,10 +66,41 @@ class Plan:
         if self.prompts:
             prompt = self.prompts[index % len(self.prompts)]
             return prompt.text, estimate_tokens(prompt.text), prompt.output_tokens or out
+        if self.prefixes:
+            return _prefixed(config, self.prefixes, index), config.prefix_len + config.input_tokens, out
         tokens = self.input_tokens[index] if self.input_tokens is not None else config.input_tokens
         if config.range_ratio > 0 and self.input_tokens is None:
             tokens, out = drawn_lengths(config, index)
         return synthetic_prompt(max(tokens, 1), config.seed * 1_000_003 + index), max(tokens, 1), out
+
+
+PREFIX_SEED_BASE = 1 << 40
+"""Prefix ``p`` is the synthetic prompt of seed ``PREFIX_SEED_BASE + seed * 1_000_003 + p``: above every
+request's own seed (``seed * 1_000_003 + index``) for any index a run can reach, so no suffix repeats a
+prefix."""
+
+
+def prefixes(config: LoadConfig) -> list[str]:
+    """The ``num_prefixes`` shared prefixes of a ``prefix_repetition`` run."""
+    base = PREFIX_SEED_BASE + config.seed * 1_000_003
+    return [synthetic_prompt(config.prefix_len, base + p) for p in range(config.num_prefixes)]
+
+
+def prefix_of(config: LoadConfig, index: int) -> int:
+    """Which prefix request ``index`` uses: its place in its block's shuffled order (see the module doc)."""
+    block, place = divmod(index, config.num_prefixes)
+    return _block_order(config.seed, config.num_prefixes, block)[place]
+
+
+@functools.lru_cache(maxsize=8)
+def _block_order(seed: int, count: int, block: int) -> tuple[int, ...]:
+    """The shuffled prefix order of one block (cached: consecutive requests share their block)."""
+    return tuple(random.Random(f"prefixes:{seed}:{block}").sample(range(count), count))
+
+
+def _prefixed(config: LoadConfig, shared: list[str], index: int) -> str:
+    suffix = synthetic_prompt(config.input_tokens, config.seed * 1_000_003 + index)
+    return shared[prefix_of(config, index)] + " " + suffix
 
 
 def drawn_lengths(config: LoadConfig, index: int) -> tuple[int, int]:
@@ -164,8 +205,9 @@ def build(config: LoadConfig) -> Plan:
     prompts = load_prompts(config.prompts_path) if config.prompts_path else None
     if config.dataset_path is not None:
         prompts = load_sharegpt(config.dataset_path, config.seed)
+    shared = prefixes(config) if config.dataset == "prefix_repetition" else None
     if config.trace_path is None:
-        return Plan(offsets_s(config) if config.open_loop else [], prompts=prompts)
+        return Plan(offsets_s(config) if config.open_loop else [], prompts=prompts, prefixes=shared)
     arrivals, inputs, outputs = load_trace(config.trace_path)
     window = config.warmup_s + config.duration_s
     count = min(sum(t < window for t in arrivals), config.max_requests)

@@ -38,6 +38,10 @@ class MockConfig(FiniteModel):
     api_key: str | None = Field(
         default=None, exclude=True, repr=False, description="like vllm serve --api-key: /v1/* needs it"
     )
+    max_model_len: int = Field(default=4096, ge=1, description="reported in /v1/models, as vLLM does")
+    eos_after_tokens: int | None = Field(
+        default=None, ge=1, description="a request without ignore_eos stops here (finish_reason stop)"
+    )
     served_model_names: tuple[str, ...] = Field(
         default=(), description="like vllm serve --served-model-name: others get 404; none: any name"
     )

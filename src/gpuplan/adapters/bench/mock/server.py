@@ -22,6 +22,7 @@ from typing import Any
 
 from gpuplan.adapters.bench.mock import http
 from gpuplan.adapters.bench.mock.config import MockConfig
+from gpuplan.adapters.bench.mock.payloads import model_list, prompt_text, token_payload
 from gpuplan.adapters.bench.mock.stats import LatenessStats
 from gpuplan.adapters.bench.tokens import estimate_tokens
 
@@ -205,11 +206,7 @@ class _Connection(asyncio.Protocol):
         if path == "/mock/stats":
             return self.server.stats.snapshot() | {"config": self.server.config.model_dump()}
         if path == "/v1/models":
-            names = self.server.config.served_model_names or ("mock",)
-            return {
-                "object": "list",
-                "data": [{"id": n, "object": "model", "owned_by": "gpuplan"} for n in names],
-            }
+            return model_list(self.server.config)
         return {"status": "ok"}
 
     def start_generation(self, api: str, body: dict[str, Any], keep_alive: bool) -> None:
@@ -259,7 +256,12 @@ class _Stream:
             or body.get("max_completion_tokens")
             or self.server.config.default_output_tokens
         )
-        self.prompt_tokens = estimate_tokens(_prompt_text(api, body))
+        self.prompt_tokens = estimate_tokens(prompt_text(api, body))
+        eos = self.server.config.eos_after_tokens
+        stops = eos is not None and not body.get("ignore_eos") and eos < self.tokens
+        self.tokens, self.finish_reason = (
+            (eos, "stop") if stops and eos is not None else (self.tokens, "length")
+        )
         options = body.get("stream_options") or {}
         self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         self.sent = 0
@@ -267,7 +269,7 @@ class _Stream:
         self.handle: asyncio.TimerHandle | None = None
         self.running = False
         self.ident = f"cmpl-mock-{self.server.next_id()}"
-        self.token_event = http.sse(_token_payload(api, self.ident, self.model, None))
+        self.token_event = http.sse(token_payload(api, self.ident, self.model, None))
 
     def start(self) -> None:
         cfg = self.server.config
@@ -301,7 +303,10 @@ class _Stream:
             due += self.server.config.itl_ms / 1e3
             self.server.token_at(self, due)
             return
-        out = [self.token_event, http.sse(_token_payload(self.api, self.ident, self.model, "length"))]
+        out = [
+            self.token_event,
+            http.sse(token_payload(self.api, self.ident, self.model, self.finish_reason)),
+        ]
         if self.include_usage:
             out.append(http.sse(self._usage_payload()))
         out += [http.sse("[DONE]"), http.LAST_CHUNK]
@@ -312,9 +317,13 @@ class _Stream:
         self.server.stats.record((self.loop.time() - due) * 1e3)
         text = " the" * self.tokens
         choice: dict[str, Any] = (
-            {"index": 0, "text": text, "finish_reason": "length"}
+            {"index": 0, "text": text, "finish_reason": self.finish_reason}
             if self.api == "completions"
-            else {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+            else {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": self.finish_reason,
+            }
         )
         obj = "text_completion" if self.api == "completions" else "chat.completion"
         payload = self._usage_payload() | {"object": obj, "choices": [choice]}
@@ -347,6 +356,7 @@ class _Stream:
             return
         stats = self.server.stats
         stats.completed += 1
+        stats.finished[self.finish_reason] += 1
         stats.prompt_tokens += self.prompt_tokens
         stats.generation_tokens += self.tokens
         self.conn.done(self.keep_alive)
@@ -356,30 +366,6 @@ class _Stream:
         if self.handle is not None:
             self.handle.cancel()
         self.finish(aborted=True)
-
-
-def _prompt_text(api: str, body: dict[str, Any]) -> str:
-    if api == "chat":
-        messages = body.get("messages") or []
-        return " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
-    prompt = body.get("prompt", "")
-    return " ".join(map(str, prompt)) if isinstance(prompt, list) else str(prompt)
-
-
-def _token_payload(api: str, ident: str, model: str, finish: str | None) -> dict[str, Any]:
-    if api == "completions":
-        choice: dict[str, Any] = {
-            "index": 0,
-            "text": "" if finish else " the",
-            "logprobs": None,
-            "finish_reason": finish,
-        }
-        obj = "text_completion"
-    else:
-        delta = {} if finish else {"role": "assistant", "content": " the"}
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        obj = "chat.completion.chunk"
-    return {"id": ident, "object": obj, "created": int(time.time()), "model": model, "choices": [choice]}
 
 
 async def serve_forever(config: MockConfig, ready: Any = None) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+FINISHED_REASONS = ("stop", "length", "abort")
+"""vLLM's ``finished_reason`` label values of ``vllm:request_success_total``, each exposed from 0 as
+vLLM does (https://docs.vllm.ai/en/latest/usage/metrics.html)."""
 BIN_MS = 0.1
 BINS = 10_000
 
@@ -31,6 +34,7 @@ class LatenessStats:
         self.cpu_at_reset = time.process_time()
         self.prompt_tokens = 0
         self.generation_tokens = 0
+        self.finished = dict.fromkeys(FINISHED_REASONS, 0)
 
     def record(self, late_ms: float) -> None:
         """One write ``late_ms`` after its due time (negative: early; binned as 0)."""
@@ -73,11 +77,14 @@ class LatenessStats:
         lines = [
             ("vllm:num_requests_running", "gauge", running),
             ("vllm:num_requests_waiting", "gauge", waiting),
-            ("vllm:request_success_total", "counter", self.completed),
             ("vllm:prompt_tokens_total", "counter", self.prompt_tokens),
             ("vllm:generation_tokens_total", "counter", self.generation_tokens),
         ]
-        out = []
+        out = ["# TYPE vllm:request_success_total counter"]
+        out += [
+            f'vllm:request_success_total{{finished_reason="{reason}",model_name="mock"}} {float(count)}'
+            for reason, count in self.finished.items()
+        ]
         for name, kind, value in lines:
             out += [f"# TYPE {name} {kind}", f'{name}{{model_name="mock"}} {float(value)}']
         return "\n".join(out) + "\n"

@@ -36,6 +36,11 @@ SUMMARY_KEYS = [
     "errors",
     "client",
     "server_metrics",
+    "finish_reasons",
+    "stopped_early",
+    "selected_percentiles",
+    "deployment",
+    "warnings",
 ]
 """``bench serve --format json`` and the stored summary, in order (the keys before the rename)."""
 
