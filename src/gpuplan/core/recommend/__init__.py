@@ -17,9 +17,10 @@ from gpuplan.core.recommend.confidence import (
     margin,
     size_at_confidence,
 )
+from gpuplan.core.recommend.disaggregated_tail import size_disaggregated_on_p99
 from gpuplan.core.recommend.explain import assumptions, explain
 from gpuplan.core.recommend.intervals import with_intervals
-from gpuplan.core.recommend.layout_kinds import scope
+from gpuplan.core.recommend.layout_kinds import pools_label, scope
 from gpuplan.core.recommend.request import (
     GpuOffer,
     Objective,
@@ -28,7 +29,7 @@ from gpuplan.core.recommend.request import (
     Rejection,
     SearchSpace,
 )
-from gpuplan.core.recommend.search import Miss, one_replica, rank, search
+from gpuplan.core.recommend.search import Miss, one_replica, rank, search, searches_disaggregated
 from gpuplan.core.recommend.tail import size_on_p99
 from gpuplan.core.sim.simulator import Progress
 from gpuplan.core.sla import Sla
@@ -77,6 +78,11 @@ def recommend(
         model, best_per_gpu, rejected, all_offers, target, sla, ownership, at, restated
     )
     shown_plans = [_with_intervals(restated(p), model, offers, target, cal, uncertainty) for p in shown]
+    explanation += [
+        f"Disaggregated {pools_label(p)} on {p.gpu_types} sized on P99: {p.p99_pools}."
+        for p in shown_plans
+        if p.p99_pools
+    ]
     return Recommendation(
         model=model.id,
         workload=target,
@@ -222,14 +228,24 @@ def _sized(
 ) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]:
     """The analytic search's plans and misses, re-sized on P99 when the SLA has P99 limits, and how a
     plan is shown (P99 sizing completes the tail-model capacity of the plans shown)."""
-    plans, misses = search(model, offers, target, sla, space, cal=cal)
     if not sla.has_percentiles:
-        return plans, misses, _as_is
-    plans, tail_misses, shown_as = size_on_p99(
-        model, offers, plans, target, sla, space, cal, progress, objective
-    )
-    for gpu, items in tail_misses.items():
-        misses.setdefault(gpu, []).extend(items)
+        return (*search(model, offers, target, sla, space, cal=cal), _as_is)
+    plans: list[Plan] = []
+    misses: dict[str, list[Miss]] = {}
+    shown_as: Callable[[Plan], Plan] = _as_is
+    if "aggregated" in space.layout_kinds:
+        together = space.model_copy(update={"layout_kinds": ("aggregated",)})
+        plans, misses = search(model, offers, target, sla, together, cal=cal)
+        plans, tail_misses, shown_as = size_on_p99(
+            model, offers, plans, target, sla, together, cal, progress, objective
+        )
+        for gpu, items in tail_misses.items():
+            misses.setdefault(gpu, []).extend(items)
+    if searches_disaggregated(space, target):
+        split, split_misses = size_disaggregated_on_p99(model, offers, target, sla, space, cal, objective)
+        plans += split
+        for gpu, items in split_misses.items():  # an aggregated miss of the same GPU type says more
+            misses.setdefault(gpu, items)
     return plans, misses, shown_as
 
 
