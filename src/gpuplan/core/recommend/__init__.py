@@ -23,6 +23,7 @@ from gpuplan.core.recommend.intervals import with_intervals
 from gpuplan.core.recommend.layout_kinds import pools_label, scope
 from gpuplan.core.recommend.request import (
     GpuOffer,
+    LayoutKind,
     Objective,
     Plan,
     Recommendation,
@@ -122,10 +123,12 @@ def _sizing(
             o.gpu.id: margin(model=uncertainty.model, calibrated=_fitted(cal, o), confidence=confidence)
             for o in offers
         },
+        space=space,
     )
 
-    def size(group: Sequence[GpuOffer], t: Workload, s: Sla) -> Sized:
-        return _sized(model, group, t, s, space, cal, progress, objective)
+    def size(group: Sequence[GpuOffer], t: Workload, s: Sla, kinds: tuple[LayoutKind, ...] | None) -> Sized:
+        kind_space = space if kinds is None else space.model_copy(update={"layout_kinds": kinds})
+        return _sized(model, group, t, s, kind_space, cal, progress, objective)
 
     return (*size_at_confidence(context=at, size=size, calibrated=lambda o: _fitted(cal, o)), at)
 
@@ -147,7 +150,7 @@ def _explanation(
         return explain(model, best_per_gpu, rejected, offers, target, sla, own)
     lines = explain(model, [restated(p) for p in best_per_gpu[:4]], rejected, offers, target, sla, own)
     best = restated(best_per_gpu[0])
-    lines.insert(1, confidence_line(best=best, confidence=at.confidence, margin=at.margins[best.gpu]))
+    lines.insert(1, confidence_line(best=best, confidence=at.confidence, margin=at.plan_margin(best)))
     return lines
 
 
