@@ -79,11 +79,6 @@ def recommend(
         model, best_per_gpu, rejected, all_offers, target, sla, ownership, at, restated
     )
     shown_plans = [_with_intervals(restated(p), model, offers, target, cal, uncertainty) for p in shown]
-    explanation += [
-        f"Disaggregated {pools_label(p)} on {p.gpu_types} sized on P99: {p.p99_pools}."
-        for p in shown_plans
-        if p.p99_pools
-    ]
     return Recommendation(
         model=model.id,
         workload=target,
@@ -92,7 +87,7 @@ def recommend(
         confidence=at.confidence if at else None,
         plans=shown_plans,
         rejected=rejected,
-        explanation=explanation,
+        explanation=explanation + _pools_on_p99(shown_plans),
         assumptions=assumptions(space, sla, offers, price_basis) + layout_notes,
     )
 
@@ -131,6 +126,15 @@ def _sizing(
         return _sized(model, group, t, s, kind_space, cal, progress, objective)
 
     return (*size_at_confidence(context=at, size=size, calibrated=lambda o: _fitted(cal, o)), at)
+
+
+def _pools_on_p99(plans: Sequence[Plan]) -> list[str]:
+    """A line per disaggregated plan sized on P99: which pool the simulator grew, and why."""
+    return [
+        f"Disaggregated {pools_label(p)} on {p.gpu_types} sized on P99: {p.p99_pools}."
+        for p in plans
+        if p.p99_pools
+    ]
 
 
 def _explanation(
