@@ -230,7 +230,8 @@ def confirm_pools(
     """``seed`` confirmed on the simulator, its missing pools grown until its P99s hold (module
     docstring), or why not within ``MAX_GROWTH_RUNS`` runs or ``space.max_gpus``."""
     start = workers = _workers(seed)
-    plan, steps = seed, []
+    plan = seed
+    steps: list[str] = []
     for _ in range(MAX_GROWTH_RUNS):
         if plan.num_gpus > space.max_gpus:
             return count_miss(
