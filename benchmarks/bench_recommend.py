@@ -102,7 +102,13 @@ def p99_main() -> None:
             rec = recommend(model, offers, target, sla=P99_SLA, space=SPACE, cal=cal, uncertainty=sure)
             times.append(time.perf_counter() - start)
         print(f"P99 {model_id} @ {rate:g} req/s: best {min(times):.2f} s, {len(rec.plans)} plans")
-        for plan in rec.plans[:3]:
+        split = [p for p in rec.plans if p.layout_kind == "disaggregated"]
+        for plan in split[:2]:
+            print(
+                f"  {plan.num_gpus} GPUs {plan.gpu_types} disaggregated [{plan.p99_source}]: P99 TTFT "
+                f"{plan.ttft_p99_ms or 0.0:.0f} ms, TPOT {plan.tpot_p99_ms or 0.0:.1f} ms; {plan.p99_pools}"
+            )
+        for plan in [p for p in rec.plans if p.layout_kind == "aggregated"][:3]:
             offer = next(o for o in offers if o.gpu.id == plan.gpu)
             replica = one_replica(model, offer.gpu, plan.layout, target, cal)
             per = rate / plan.layout.replicas

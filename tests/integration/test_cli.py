@@ -284,6 +284,16 @@ def test_recommend_p99_limits_size_on_the_simulator(invoke: Invoke) -> None:
     assert " sim " in first_row  # the best plan's P99s are simulated, and its row says so
 
 
+def test_recommend_p99_limits_with_disaggregated_layouts(invoke: Invoke) -> None:
+    flags = ["--model", "meta-llama/Llama-3.1-70B", "--gpus", "H200-SXM", "--rate", "20", "--max-gpus", "512"]
+    load = ["--input-tokens", "8000", "--output-tokens", "500", "--ttft-p99-ms", "1200"]
+    data = _json(invoke, "recommend", *flags, *load, "--layouts", "disaggregated")
+    for plan in data["plans"]:  # each confirmed on the simulator, its pools as sized there
+        assert plan["layout_kind"] == "disaggregated" and plan["p99_source"] == "simulator"
+        assert plan["ttft_p99_ms"] <= 1200 and plan["p99_pools"]
+    assert any("sized on P99" in line for line in data["explanation"])
+
+
 def test_recommend_table(invoke: Invoke) -> None:
     run = invoke(*RECOMMEND_8B, "--rate", "5")
     assert run.exit_code == 0

@@ -27,6 +27,8 @@ from gpuplan.core.hardware import GpuSpec
 __all__ = [
     "AMD_GPU_RESOURCE",
     "AMD_PRODUCT_LABEL",
+    "AMD_PRODUCT_MAX_CHARS",
+    "AMD_PRODUCT_PREFIX",
     "COUNT_LABEL",
     "GPU_RESOURCE",
     "MEMORY_LABEL",

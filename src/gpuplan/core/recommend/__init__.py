@@ -17,19 +17,21 @@ from gpuplan.core.recommend.confidence import (
     margin,
     size_at_confidence,
 )
+from gpuplan.core.recommend.disaggregated_tail import size_disaggregated_on_p99
 from gpuplan.core.recommend.explain import assumptions, explain
 from gpuplan.core.recommend.intervals import with_intervals
-from gpuplan.core.recommend.layout_kinds import scope
+from gpuplan.core.recommend.layout_kinds import pools_label, scope
 from gpuplan.core.recommend.narrowing import with_narrowing
 from gpuplan.core.recommend.request import (
     GpuOffer,
+    LayoutKind,
     Objective,
     Plan,
     Recommendation,
     Rejection,
     SearchSpace,
 )
-from gpuplan.core.recommend.search import Miss, one_replica, rank, search
+from gpuplan.core.recommend.search import Miss, one_replica, rank, search, searches_disaggregated
 from gpuplan.core.recommend.tail import size_on_p99
 from gpuplan.core.sim.simulator import Progress
 from gpuplan.core.sla import Sla
@@ -87,7 +89,7 @@ def recommend(
         confidence=at.confidence if at else None,
         plans=shown_plans,
         rejected=rejected,
-        explanation=explanation,
+        explanation=explanation + _pools_on_p99(shown_plans),
         assumptions=assumptions(space, sla, offers, price_basis) + layout_notes,
     )
 
@@ -118,12 +120,23 @@ def _sizing(
             o.gpu.id: margin(model=uncertainty.model, calibrated=_fitted(cal, o), confidence=confidence)
             for o in offers
         },
+        space=space,
     )
 
-    def size(group: Sequence[GpuOffer], t: Workload, s: Sla) -> Sized:
-        return _sized(model, group, t, s, space, cal, progress, objective)
+    def size(group: Sequence[GpuOffer], t: Workload, s: Sla, kinds: tuple[LayoutKind, ...] | None) -> Sized:
+        kind_space = space if kinds is None else space.model_copy(update={"layout_kinds": kinds})
+        return _sized(model, group, t, s, kind_space, cal, progress, objective)
 
     return (*size_at_confidence(context=at, size=size, calibrated=lambda o: _fitted(cal, o)), at)
+
+
+def _pools_on_p99(plans: Sequence[Plan]) -> list[str]:
+    """A line per disaggregated plan sized on P99: which pool the simulator grew, and why."""
+    return [
+        f"Disaggregated {pools_label(p)} on {p.gpu_types} sized on P99: {p.p99_pools}."
+        for p in plans
+        if p.p99_pools
+    ]
 
 
 def _explanation(
@@ -143,7 +156,7 @@ def _explanation(
         return explain(model, best_per_gpu, rejected, offers, target, sla, own)
     lines = explain(model, [restated(p) for p in best_per_gpu[:4]], rejected, offers, target, sla, own)
     best = restated(best_per_gpu[0])
-    lines.insert(1, confidence_line(best=best, confidence=at.confidence, margin=at.margins[best.gpu]))
+    lines.insert(1, confidence_line(best=best, confidence=at.confidence, margin=at.plan_margin(best)))
     return lines
 
 
@@ -228,14 +241,24 @@ def _sized(
 ) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]:
     """The analytic search's plans and misses, re-sized on P99 when the SLA has P99 limits, and how a
     plan is shown (P99 sizing completes the tail-model capacity of the plans shown)."""
-    plans, misses = search(model, offers, target, sla, space, cal=cal)
     if not sla.has_percentiles:
-        return plans, misses, _as_is
-    plans, tail_misses, shown_as = size_on_p99(
-        model, offers, plans, target, sla, space, cal, progress, objective
-    )
-    for gpu, items in tail_misses.items():
-        misses.setdefault(gpu, []).extend(items)
+        return (*search(model, offers, target, sla, space, cal=cal), _as_is)
+    plans: list[Plan] = []
+    misses: dict[str, list[Miss]] = {}
+    shown_as: Callable[[Plan], Plan] = _as_is
+    if "aggregated" in space.layout_kinds:
+        together = space.model_copy(update={"layout_kinds": ("aggregated",)})
+        plans, misses = search(model, offers, target, sla, together, cal=cal)
+        plans, tail_misses, shown_as = size_on_p99(
+            model, offers, plans, target, sla, together, cal, progress, objective
+        )
+        for gpu, items in tail_misses.items():
+            misses.setdefault(gpu, []).extend(items)
+    if searches_disaggregated(space, target):
+        split, split_misses = size_disaggregated_on_p99(model, offers, target, sla, space, cal, objective)
+        plans += split
+        for gpu, items in split_misses.items():  # an aggregated miss of the same GPU type says more
+            misses.setdefault(gpu, items)
     return plans, misses, shown_as
 
 

@@ -19,14 +19,15 @@ real target (their figures are point predictions of the Q-sized plan).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuplan.core.calibration.error_model import ErrorModel, group_path
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.calibration.uncertainty import factor
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.recommend.confirm import run_at
-from gpuplan.core.recommend.request import GpuOffer, Plan
+from gpuplan.core.recommend.confirm import TAIL_REQUESTS, run_at
+from gpuplan.core.recommend.disaggregated_tail import judge, pools_of, pools_plan, simulate_pools
+from gpuplan.core.recommend.request import GpuOffer, LayoutKind, Plan, SearchSpace
 from gpuplan.core.recommend.search import Miss, one_replica, plan_for
 from gpuplan.core.sim.tail_model import tail_estimate
 from gpuplan.core.sla import Sla
@@ -37,8 +38,9 @@ CAPACITY_REGIME = "saturated"
 P99_KEYS = ("sized_on", "ttft_p99_ms", "tpot_p99_ms", "p99_capacity_rps_per_replica", "p99_source")
 
 Sized = tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]
-SizeFn = Callable[[Sequence[GpuOffer], Workload, Sla], Sized]
-"""The point-estimate sizing of ``recommend`` (search, then P99 sizing) on some offers, target and SLA."""
+SizeFn = Callable[[Sequence[GpuOffer], Workload, Sla, tuple[LayoutKind, ...] | None], Sized]
+"""The point-estimate sizing of ``recommend`` (search, then P99 sizing) on some offers, target and SLA
+(and layout kinds: None for the request's)."""
 
 
 @dataclass(frozen=True)
@@ -96,10 +98,31 @@ def at_margin(*, target: Workload, sla: Sla, margin: Margin) -> tuple[Workload, 
     return target.model_copy(update=load), sla.model_copy(update=limits)
 
 
-def layout_key(plan: Plan) -> tuple[str, int, int, str, str, str]:
-    """What makes two plans the same layout at different replica counts (their kind included)."""
+def stricter(a: Margin, b: Margin) -> Margin:
+    """Each factor at the stricter of ``a``'s and ``b``'s: the margin of pools on two evidence levels."""
+    return Margin(
+        capacity=min(a.capacity, b.capacity),
+        ttft=max(a.ttft, b.ttft),
+        tpot=max(a.tpot, b.tpot),
+        ttft_p99=max(a.ttft_p99, b.ttft_p99),
+        tpot_p99=max(a.tpot_p99, b.tpot_p99),
+    )
+
+
+LayoutKey = tuple[str | int, ...]
+
+
+def layout_key(plan: Plan) -> LayoutKey:
+    """What makes two plans the same layout at different replica (or pool worker) counts (their kind
+    included; for a disaggregated plan both pools' GPU types and layouts)."""
     lay = plan.layout
-    return plan.gpu, lay.tp, lay.pp, lay.weight_dtype.name, lay.resolved_kv_dtype.name, plan.layout_kind
+    key = (plan.gpu, lay.tp, lay.pp, lay.weight_dtype.name, lay.resolved_kv_dtype.name, plan.layout_kind)
+    pre = plan.prefill
+    return (
+        key
+        if pre is None
+        else (*key, lay.ep, lay.attention_dp, pre.gpu, pre.tp, pre.pp, pre.ep, pre.attention_dp)
+    )
 
 
 @dataclass(frozen=True)
@@ -114,6 +137,41 @@ class AtConfidence:
     cal: Calibration
     margins: dict[str, Margin]
     """Per GPU id."""
+    space: SearchSpace = field(default_factory=SearchSpace)
+
+    def plan_margin(self, plan: Plan) -> Margin:
+        """The margin ``plan`` is sized at: its GPU's, the stricter of its pools' GPUs' (disaggregated)."""
+        own = self.margins[plan.gpu]
+        return own if plan.prefill is None else stricter(own, self.margins[plan.prefill.gpu])
+
+    def pools_at_least(self, plan: Plan, point: Plan, target: Workload) -> Plan:
+        """A disaggregated ``plan`` with each pool at no fewer workers than ``point``'s, its P99 fields kept."""
+        assert plan.prefill and plan.decode and point.prefill and point.decode
+        workers = (
+            max(plan.prefill.workers, point.prefill.workers),
+            max(plan.decode.workers, point.decode.workers),
+        )
+        if workers == (plan.prefill.workers, plan.decode.workers):
+            return plan
+        pools = pools_of(self.model, self.offers, plan, target, self.cal)
+        grown = pools_plan(self.model, pools, workers, target, self.space, self.cal)
+        return grown.model_copy(update={k: getattr(plan, k) for k in (*P99_KEYS, "p99_pools")})
+
+    def restate_pools(self, plan: Plan) -> Plan:
+        """A Q-sized disaggregated plan's figures at the real target: its pools' point predictions, its
+        P99s from a simulated run there (``disaggregated_tail.py``)."""
+        assert plan.prefill and plan.decode
+        pools = pools_of(self.model, self.offers, plan, self.target, self.cal)
+        out = pools_plan(
+            self.model, pools, (plan.prefill.workers, plan.decode.workers), self.target, self.space, self.cal
+        )
+        keep = {"count_at_point_estimate": plan.count_at_point_estimate, "p99_pools": plan.p99_pools}
+        if plan.sized_on != "p99":
+            return out.model_copy(update=keep)
+        summary = simulate_pools(self.model, pools, out, self.target, self.sla, self.cal, TAIL_REQUESTS)
+        run = judge(out, summary, self.sla, self.target.rate_rps or 0.0)
+        p99 = {"ttft_p99_ms": run.ttft_p99_ms, "tpot_p99_ms": summary.tpot.p99_ms}
+        return out.model_copy(update={**keep, **p99, "sized_on": "p99", "p99_source": "simulator"})
 
     def replica_plan(self, plan: Plan, replicas: int, target: Workload) -> Plan:
         """``plan``'s layout at ``replicas`` carrying ``target``, its P99 fields kept."""
@@ -125,6 +183,8 @@ class AtConfidence:
     def restate(self, plan: Plan) -> Plan:
         """A Q-sized plan's figures at the real target: point predictions of that plan; its P99s from
         the same source at the real per-replica rate, its P99 capacity times the capacity factor."""
+        if plan.layout_kind == "disaggregated":
+            return self.restate_pools(plan)
         offer = self.offers[plan.gpu]
         replica = one_replica(self.model, offer.gpu, plan.layout, self.target, self.cal)
         out = plan_for(replica, offer, plan.layout, self.target, self.cal)
@@ -154,8 +214,8 @@ def size_at_confidence(
     """Every offer sized at its margin (offers grouped by GPU evidence, each group sized once on its
     transformed target and limits), each layout at no fewer replicas than the point estimate gives
     it, ``count_at_point_estimate`` set; the returned function restates a plan at the real target."""
-    point_plans = size(list(context.offers.values()), context.target, context.sla)[0]
-    point = {layout_key(p): p.layout.replicas for p in point_plans}
+    point_plans = size(list(context.offers.values()), context.target, context.sla, None)[0]
+    point = {layout_key(p): p for p in point_plans}
     plans: list[Plan] = []
     misses: dict[str, list[Miss]] = {}
     shown: list[Callable[[Plan], Plan]] = []
@@ -166,11 +226,13 @@ def size_at_confidence(
         target, sla = at_margin(
             target=context.target, sla=context.sla, margin=context.margins[group[0].gpu.id]
         )
-        sized, missed, shown_as = size(group, target, sla)
+        sized, missed, shown_as = size(group, target, sla, None)
         plans += [_at_least(context, p, point.get(layout_key(p)), target) for p in sized]
         for gpu, items in missed.items():
             misses.setdefault(gpu, []).extend(items)
         shown.append(shown_as)
+    for target, sized in _across_levels(context, size, calibrated):
+        plans += [_at_least(context, p, point.get(layout_key(p)), target) for p in sized]
 
     def restated(plan: Plan) -> Plan:
         for shown_as in shown:
@@ -180,21 +242,43 @@ def size_at_confidence(
     return plans, misses, restated
 
 
-def _at_least(context: AtConfidence, plan: Plan, point_replicas: int | None, target: Workload) -> Plan:
+def _across_levels(
+    context: AtConfidence, size: SizeFn, calibrated: Callable[[GpuOffer], bool]
+) -> list[tuple[Workload, list[Plan]]]:
+    """With mixed pools, the disaggregated plans whose pools sit on GPUs of both evidence levels, sized
+    at the stricter of the two margins (the group runs pair pools within one level only)."""
+    offers = list(context.offers.values())
+    fitted = [o for o in offers if calibrated(o)]
+    space = context.space
+    if not (space.mixed_pools and "disaggregated" in space.layout_kinds) or len(fitted) in (0, len(offers)):
+        return []
+    other = next(o for o in offers if not calibrated(o))
+    both = stricter(context.margins[fitted[0].gpu.id], context.margins[other.gpu.id])
+    target, sla = at_margin(target=context.target, sla=context.sla, margin=both)
+    ids = {o.gpu.id for o in fitted}
+    sized = size(offers, target, sla, ("disaggregated",))[0]
+    return [
+        (target, [p for p in sized if p.prefill is not None and (p.prefill.gpu in ids) != (p.gpu in ids)])
+    ]
+
+
+def _at_least(context: AtConfidence, plan: Plan, point: Plan | None, target: Workload) -> Plan:
     """``plan`` with ``count_at_point_estimate`` and, where the point estimate needs more replicas of
-    its layout, those replicas."""
-    if point_replicas is not None and point_replicas > plan.layout.replicas:
-        plan = context.replica_plan(plan, point_replicas, target)
-    point_count = None if point_replicas is None else point_replicas * plan.layout.gpus_per_replica
+    its layout (more workers in a pool), those."""
+    if point is not None and plan.layout_kind == "disaggregated":
+        plan = context.pools_at_least(plan, point, target)
+    elif point is not None and point.layout.replicas > plan.layout.replicas:
+        plan = context.replica_plan(plan, point.layout.replicas, target)
+    point_count = None if point is None else point.num_gpus
     return plan.model_copy(update={"count_at_point_estimate": point_count})
 
 
 def confidence_line(*, best: Plan, confidence: float, margin: Margin) -> str:
     """'6x H100 meet the SLA at the point estimate; 7 at 90 % confidence (...)'."""
     point = best.count_at_point_estimate
-    at_point = f"{point}x {best.gpu} meet the SLA at the point estimate; " if point is not None else ""
+    at_point = f"{point}x {best.gpu_types} meet the SLA at the point estimate; " if point is not None else ""
     return (
-        f"Sized at {confidence:.0%} confidence: {at_point}{best.layout.num_gpus} at {confidence:.0%} confidence "
+        f"Sized at {confidence:.0%} confidence: {at_point}{best.num_gpus} at {confidence:.0%} confidence "
         "(sized on a capacity "
         f"{margin.capacity:.2f}x the prediction and latencies {margin.ttft:.2f}x (TTFT) and {margin.tpot:.2f}x "
         "(TPOT) it, the error model's quantiles; plans are ranked at this confidence)."

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.perf.kv_transfer import DISAGGREGATING_ENGINES
+from gpuplan.core.recommend.disaggregated_tail import DISAGGREGATED_FINALISTS, MAX_DISAGGREGATED_CONFIRMED
 from gpuplan.core.recommend.request import Plan, PoolPlan, SearchSpace
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
@@ -95,7 +96,7 @@ def scope(
     space: SearchSpace, target: Workload, sla: Sla, *, at_confidence: bool
 ) -> tuple[SearchSpace, list[str]]:
     """The layout kinds this request can search and, when one asked for is dropped, why (an assumption
-    line): disaggregated pools are sized on mean limits at a request rate at the point estimate."""
+    line): disaggregated pools need a request rate and an engine with the mode."""
     if "disaggregated" not in space.layout_kinds:
         return space, []
     reason = ""
@@ -103,24 +104,34 @@ def scope(
         reason = f"engine {space.engine} (it has no disaggregated mode; {', '.join(sorted(DISAGGREGATING_ENGINES))} do)"
     elif target.rate_rps is None:
         reason = "a concurrency target (give --rate)"
-    elif sla.has_percentiles:
-        reason = "P99 limits (the tail model and simulator size aggregated replicas only)"
-    elif at_confidence:
-        reason = "--confidence (intervals are fitted on aggregated deployments)"
     if not reason:
-        return space, [_transport_line(space)]
+        return space, [_transport_line(space, sla, at_confidence=at_confidence)]
     kinds = tuple(k for k in space.layout_kinds if k != "disaggregated")
     note = f"Disaggregated prefill/decode plans are not searched with {reason}."
     if not kinds:
         raise UserInputError(
             f"--layouts disaggregated cannot be searched with {reason}",
-            hint="add aggregated (--layouts aggregated,disaggregated) or give a rate, mean limits and no --confidence",
+            hint="add aggregated (--layouts aggregated,disaggregated), give a rate or pick vllm, sglang or trtllm",
         )
     return space.model_copy(update={"layout_kinds": kinds}), [note]
 
 
-def _transport_line(space: SearchSpace) -> str:
+def _transport_line(space: SearchSpace, sla: Sla, *, at_confidence: bool) -> str:
+    p99 = (
+        f" Under P99 limits the {DISAGGREGATED_FINALISTS} best (more while a mean-sized price undercuts them, at "
+        f"most {MAX_DISAGGREGATED_CONFIRMED}) are confirmed on the simulator, a pool grown where its P99 misses; "
+        "the others are not listed."
+        if sla.has_percentiles
+        else ""
+    )
+    confidence = (
+        " At a confidence each pool is sized at its GPU's error-model factors (the stricter where the pools "
+        "differ); they carry no intervals (the error model is fitted on aggregated deployments)."
+        if at_confidence
+        else ""
+    )
     return (
         f"Disaggregated plans: KV cache over {space.kv_transport.label} per GPU, moved after each prefill unless "
         "overlapped; prefill queues as M/D/1 per worker, decode workers run no prompts (docs/model.md)."
+        f"{p99}{confidence}"
     )

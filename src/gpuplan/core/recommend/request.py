@@ -285,6 +285,11 @@ class Plan(FrozenModel):
         description="GPUs this layout needs at the point estimate (recommend --confidence only; count is at "
         "the confidence)",
     )
+    p99_pools: str | None = Field(
+        default=None,
+        description="disaggregated plans sized on P99: which pool the simulator grew from the mean-sized "
+        "plan and why, or that the mean-sized pools held",
+    )
     low: PlanFigures | None = Field(default=None, description="low ends of the intervals (see interval)")
     high: PlanFigures | None = Field(default=None, description="high ends of the intervals (see interval)")
     interval: PlanInterval | None = Field(

@@ -113,7 +113,13 @@ COMPACT_FACTOR = 4
 class _Loop:
     """State of one run; ``run`` drives it to the end or to a bound."""
 
-    def __init__(self, replica: ReplicaModel, requests: Requests, config: SimConfig) -> None:
+    def __init__(
+        self,
+        replica: ReplicaModel,
+        requests: Requests,
+        config: SimConfig,
+        prefill: ReplicaModel | None = None,
+    ) -> None:
         self.cfg = config
         self.req = requests
         self.book = Book(
@@ -121,15 +127,7 @@ class _Loop:
             inp=requests.input_tokens.tolist(),
             out=requests.output_tokens.tolist(),
         )
-        limits = replica_limits(replica, config)
-        _check_unchunked_budget(limits, requests)
-        times = StepTimes(replica.step)
-        dis = config.disaggregation
-        roles: list[Role] = ["mixed"] * replica.step.layout.replicas
-        if dis is not None:
-            _check_pools(dis.prefill_replicas + dis.decode_replicas, replica.step.layout)
-            roles = [_PREFILL] * dis.prefill_replicas + [_DECODE] * dis.decode_replicas
-        self.replicas = [Replica(self.book, times, limits, r, config.record_timeline) for r in roles]
+        self.replicas = self._replicas(replica, prefill)
         self.index = {id(r): i for i, r in enumerate(self.replicas)}
         self.step_ends: list[tuple[float, int]] = []
         """(busy_until, replica index) of every step scheduled; an entry whose replica has since been
@@ -137,6 +135,7 @@ class _Loop:
         event: with 100 replicas, 164 s of a 1,000-request run went to that scan."""
         self.entry = [r for r in self.replicas if r.role != "decode"]
         self.exit = [r for r in self.replicas if r.role == "decode"]
+        dis = config.disaggregation
         link = (
             dis.kv_transfer_bytes_per_s if dis else None
         ) or replica.step.gpu.interconnect.pcie_bytes_per_s
@@ -158,6 +157,30 @@ class _Loop:
         self.rejected = 0
         self.next_open = 0
         self._seed_arrivals()
+
+    def _replicas(self, replica: ReplicaModel, prefill: ReplicaModel | None) -> list[Replica]:
+        """The deployment's replicas: ``replica``'s, or its prefill and decode pools; a prefill pool of
+        its own model (``prefill``) runs that model's limits and step times."""
+        config, record = self.cfg, self.cfg.record_timeline
+        limits = replica_limits(replica, config)
+        _check_unchunked_budget(limits, self.req)
+        times = StepTimes(replica.step)
+        dis = config.disaggregation
+        if dis is None:
+            return [
+                Replica(self.book, times, limits, "mixed", record)
+                for _ in range(replica.step.layout.replicas)
+            ]
+        decode = [Replica(self.book, times, limits, _DECODE, record) for _ in range(dis.decode_replicas)]
+        if prefill is None:
+            _check_pools(dis.prefill_replicas + dis.decode_replicas, replica.step.layout)
+        else:
+            limits = replica_limits(prefill, config)
+            _check_unchunked_budget(limits, self.req)
+            times = StepTimes(prefill.step)
+        return [
+            Replica(self.book, times, limits, _PREFILL, record) for _ in range(dis.prefill_replicas)
+        ] + decode
 
     def _seed_arrivals(self) -> None:
         clients = self.req.closed_loop_concurrency
@@ -291,12 +314,16 @@ def simulate(
     config: SimConfig | None = None,
     *,
     progress: Progress | None = None,
+    prefill: ReplicaModel | None = None,
 ) -> SimResult:
     """Run ``requests`` through the deployment of ``replica`` (``layout.replicas`` replicas, or the
-    prefill/decode pools of ``config.disaggregation``). ``progress`` is called now and then with the
-    share of requests started so far (a progress bar; the simulator itself does no I/O)."""
+    prefill/decode pools of ``config.disaggregation``). ``prefill``: with a disaggregation, the model of
+    one prefill worker when it differs from the decode worker ``replica`` (another layout or GPU type;
+    each pool then has the config's replicas, one worker of each model apiece). ``progress`` is called
+    now and then with the share of requests started so far (a progress bar; the simulator itself does
+    no I/O)."""
     config = config or SimConfig()
-    loop = _Loop(replica, requests, config)
+    loop = _Loop(replica, requests, config, prefill)
     truncated = loop.run(progress)
     b = loop.book
     return SimResult(

@@ -14,7 +14,7 @@ from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.calibration.uncertainty import Uncertainty, band
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.recommend import recommend
-from gpuplan.core.recommend.confidence import at_margin, layout_key, margin
+from gpuplan.core.recommend.confidence import LayoutKey, at_margin, layout_key, margin
 from gpuplan.core.recommend.intervals import queue_ratios, with_intervals
 from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation
 from gpuplan.core.recommend.search import one_replica
@@ -49,8 +49,8 @@ def _rec(
     return recommend(model, offers, target, sla=SLA, cal=CAL, uncertainty=sure)
 
 
-def _counts(rec: Recommendation) -> dict[tuple[str, int, int, str, str, str], int]:
-    return {layout_key(p): p.layout.num_gpus for p in rec.plans}
+def _counts(rec: Recommendation) -> dict[LayoutKey, int]:
+    return {layout_key(p): p.num_gpus for p in rec.plans}
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +81,9 @@ def test_json_contract_at_a_confidence(at90: Recommendation, point: Recommendati
     data = at90.model_dump(mode="json")
     assert data["confidence"] == 0.9
     for plan in data["plans"]:
+        if plan["layout_kind"] == "disaggregated":  # no intervals: the error model has no split pools
+            assert plan["low"] is None and plan["high"] is None
+            continue
         assert set(plan["low"]) >= {"ttft_ms", "tpot_ms", "output_tokens_per_s"}
         assert set(plan["high"]) >= {"ttft_ms", "tpot_ms", "output_tokens_per_s"}
         assert plan["count"] >= plan["count_at_point_estimate"]
@@ -99,8 +102,8 @@ def test_explanation_states_both_counts(at90: Recommendation) -> None:
     best = at90.plans[0]
     line = at90.explanation[1]
     assert line.startswith(
-        f"Sized at 90% confidence: {best.count_at_point_estimate}x {best.gpu} meet the SLA at the point "
-        f"estimate; {best.layout.num_gpus} at 90% confidence"
+        f"Sized at 90% confidence: {best.count_at_point_estimate}x {best.gpu_types} meet the SLA at the point "
+        f"estimate; {best.num_gpus} at 90% confidence"
     )
 
 
@@ -151,10 +154,11 @@ def test_count_is_monotone_in_the_confidence(
     for key, count in hi_counts.items():  # each layout needs no fewer GPUs at a higher confidence
         if key in lo_counts:
             assert count >= lo_counts[key]
-    for p in at90.plans:  # and at 90 % never fewer than at the point estimate
-        assert p.count_at_point_estimate is not None and p.layout.num_gpus >= p.count_at_point_estimate
+    for p in at90.plans:  # and at 90 % never fewer than at the point estimate (disaggregated plans too)
+        assert p.count_at_point_estimate is None or p.num_gpus >= p.count_at_point_estimate
+        assert p.count_at_point_estimate is not None or p.layout_kind == "disaggregated"
         if layout_key(p) in point_counts:
-            assert p.layout.num_gpus >= point_counts[layout_key(p)]
+            assert p.num_gpus >= point_counts[layout_key(p)]
     costs = [r.plans[0].usd_per_hour or math.inf for r in (point, lo, hi)]
     assert costs == sorted(costs)  # the best plan costs no less at a higher confidence
 
@@ -163,7 +167,7 @@ def _p99_plan(model: ModelSpec) -> tuple[Plan, Workload]:
     offer = resolve.offers(default_catalog(), ["H100-SXM"])
     target = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=10)
     rec = recommend(model, offer, target, sla=P99_SLA, cal=CAL, uncertainty=SURE)
-    return rec.plans[0], target
+    return next(p for p in rec.plans if p.layout_kind == "aggregated"), target  # the tail model's replicas
 
 
 def test_p99_interval_widens_near_capacity(llama8b: ModelSpec) -> None:

@@ -15,6 +15,7 @@ from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.perf.scenarios import mean_context
 from gpuplan.core.recommend import recommend
 from gpuplan.core.recommend.disaggregated import FIRST_TOKEN_DECODE_STEPS
+from gpuplan.core.recommend.layout_kinds import scope
 from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation, SearchSpace
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
@@ -156,11 +157,20 @@ def test_nvlink_is_refused_on_gpus_without_an_nvlink_fabric() -> None:
             recommend(model, _offers(gpu), SHORT, sla=SHORT_SLA, space=space, cal=CAL)
 
 
+def test_disaggregation_is_kept_with_p99_limits_and_a_confidence() -> None:
+    space, sla = SearchSpace(), Sla(ttft_p99_ms=800, tpot_p99_ms=60)
+    for at_confidence in (False, True):
+        kept, lines = scope(space, SHORT, sla, at_confidence=at_confidence)
+        assert kept.layout_kinds == space.layout_kinds
+        assert not any("not searched" in line for line in lines)
+        assert any("confirmed on the simulator" in line for line in lines)
+        assert any("stricter" in line for line in lines) is at_confidence
+    split = SearchSpace(layout_kinds=("disaggregated",))
+    assert scope(split, SHORT, sla, at_confidence=True)[0].layout_kinds == ("disaggregated",)
+
+
 def test_disaggregation_is_dropped_with_a_reason_where_it_cannot_be_sized() -> None:
     model = get_model("meta-llama/Llama-3.1-8B")
-    p99 = recommend(model, _offers("H100-SXM"), SHORT, sla=Sla(ttft_p99_ms=800, tpot_p99_ms=60), cal=CAL)
-    assert all(p.layout_kind == "aggregated" for p in p99.plans)
-    assert any("not searched with P99 limits" in a for a in p99.assumptions)
     closed = SHORT.model_copy(update={"scenario": "concurrency", "rate_rps": None, "concurrency": 4.0})
     with pytest.raises(
         UserInputError, match=r"--layouts disaggregated cannot be searched with a concurrency target"

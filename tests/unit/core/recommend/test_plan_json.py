@@ -64,6 +64,7 @@ WRITTEN_PLAN: dict[str, Any] = {
     },
     "p99_source": None,
     "count_at_point_estimate": None,
+    "p99_pools": None,
     "low": None,
     "high": None,
     "interval": None,

@@ -30,6 +30,9 @@ AWS = price_basis(default_catalog(), provider="AWS")
 """Priced on AWS, the one provider that quotes every GPU these tests use (L4, A10G, L40S, A100, H100)."""
 TARGET = Workload(scenario="rate", input_tokens=512, output_tokens=128, rate_rps=12)
 CAL = default_calibration()
+TOGETHER = SearchSpace(layout_kinds=("aggregated",))
+"""Aggregated replicas: the tail model and the replica search these tests are about (disaggregated
+plans under P99 limits: test_disaggregated_p99.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,7 @@ def offers() -> list[GpuOffer]:
 
 
 def _rec(model: ModelSpec, offers: list[GpuOffer], **limits: float) -> Recommendation:
-    return recommend(model, offers, TARGET, sla=Sla(**limits), cal=CAL)
+    return recommend(model, offers, TARGET, sla=Sla(**limits), space=TOGETHER, cal=CAL)
 
 
 def test_p99_plans_meet_their_limits_at_the_target_load(model: ModelSpec, offers: list[GpuOffer]) -> None:
@@ -79,7 +82,14 @@ def test_every_gpu_type_is_sized_and_the_leaders_are_simulated(model: ModelSpec)
     """No shortlist: every GPU type gets a P99 plan (none is left out as 'ranks below'), and the
     leading plans' P99s come from a simulator run that meets the limits."""
     many = resolve.offers(default_catalog(), ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"], basis=AWS)
-    rec = recommend(model, many, TARGET, sla=Sla(tpot_p99_ms=80), space=SearchSpace(p99_gpu_types=2), cal=CAL)
+    rec = recommend(
+        model,
+        many,
+        TARGET,
+        sla=Sla(tpot_p99_ms=80),
+        space=TOGETHER.model_copy(update={"p99_gpu_types": 2}),
+        cal=CAL,
+    )
     sized = {p.gpu for p in rec.plans} | {r.gpu for r in rec.rejected if r.reason.startswith("feasible")}
     assert sized == {o.gpu.id for o in many}
     assert not any("re-sized on simulated P99s" in r.reason for r in rec.rejected)
@@ -105,7 +115,7 @@ def test_each_plan_says_where_its_p99s_come_from(model: ModelSpec) -> None:
     its share. The best plans of the leading GPU types are simulated, and the explanation says so."""
     offers = resolve.offers(default_catalog(), FIVE_GPUS, basis=AWS)
     sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80)
-    rec = recommend(model, offers, TARGET, sla=sla, cal=CAL)
+    rec = recommend(model, offers, TARGET, sla=sla, space=TOGETHER, cal=CAL)
     by_gpu = {o.gpu.id: o for o in offers}
     sources = {p.p99_source for p in rec.plans}
     assert sources == {"simulator", "tail model"}
@@ -160,7 +170,7 @@ def test_a_plan_near_saturation_is_judged_on_a_long_run() -> None:
     model = get_model("meta-llama/Llama-3.1-8B")
     target = Workload(scenario="rate", input_tokens=2048, output_tokens=300, rate_rps=20)
     offers = resolve.offers(default_catalog(), ["MI300X"])
-    space = SearchSpace(weight_dtypes=("fp8",), max_gpus=8)
+    space = TOGETHER.model_copy(update={"weight_dtypes": ("fp8",), "max_gpus": 8})
     replica = one_replica(model, offers[0].gpu, _best(model, offers, target, 100, space).layout, target, CAL)
     short, _ = run_at(replica, target, 20, Sla(tpot_p99_ms=65))
     assert (short.tpot.p99_ms or 0) < 65  # what the short run alone would have accepted

@@ -156,6 +156,19 @@ def test_disaggregation_pools_must_match_the_hardware(build_replica: Builder) ->
         simulate(build_replica(Layout(replicas=1)), generate(poisson(rate=1.0, n=5)), config)
 
 
+def test_a_prefill_pool_of_its_own_model(build_replica: Builder) -> None:
+    # The same model given as the prefill pool's runs exactly as the one-model deployment of 1P2D; a
+    # prefill worker of twice the tensor parallelism computes prompts faster, so TTFT drops.
+    spec = generate(poisson(rate=4.0, n=300, inp=2000, out=64))
+    config = SimConfig(disaggregation=Disaggregation(prefill_replicas=1, decode_replicas=2))
+    one = summarise(simulate(build_replica(Layout(replicas=3)), spec, config))
+    same = build_replica(Layout(replicas=1))
+    own = summarise(simulate(same, spec, config, prefill=same))
+    assert (own.ttft.p99_ms, own.tpot.p99_ms, own.completed) == (one.ttft.p99_ms, one.tpot.p99_ms, 300)
+    wide = summarise(simulate(same, spec, config, prefill=build_replica(Layout(tp=2))))
+    assert (wide.ttft.p50_ms or 0) < (own.ttft.p50_ms or 0) and wide.completed == 300
+
+
 def test_prefix_cache_shortens_ttft(replica: ReplicaModel) -> None:
     spec = poisson(rate=5.0, n=200, inp=4000, out=20)
     cold = summarise(simulate(replica, generate(spec)))

@@ -27,7 +27,19 @@ from gpuplan.adapters.bench.load.wire import Exchange, Pool, WireError, clock
 from gpuplan.adapters.store.records import RequestRecord
 from gpuplan.core.redact import mask_secrets
 
-__all__ = ["request_body", "send", "start", "usage_problem"]
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "USAGE_FIELDS",
+    "USAGE_TOKENS_PER_EVENT_MAX",
+    "Keep",
+    "MalformedSSE",
+    "OversizedEvent",
+    "classify",
+    "request_body",
+    "send",
+    "start",
+    "usage_problem",
+]
 
 Keep = Callable[[RequestRecord, float | None], None]
 """Where a finished request goes: its record and the ``Retry-After`` seconds its answer asked for."""

@@ -1,4 +1,5 @@
-"""The two pools of a disaggregated plan, each sized on its own (``disaggregated.py`` pairs them).
+"""The decode pool of a disaggregated plan (``prefill_pool.py`` sizes the other; ``disaggregated.py``
+pairs them).
 
 **Decode pool.** A decode worker runs decode steps only (no prompt chunks in its steps). For every
 GPU type and layout that holds the whole context, the largest batch N whose step meets the TPOT
@@ -6,10 +7,6 @@ limit (bisection: the step grows with N), capped by the KV and engine capacity, 
 carries: λ_d = N / (output · t_decode(N)) requests/s (Little's law over the answer's decode steps).
 The pool has W_d = ⌈λ / (headroom · λ_d)⌉ workers; at the target each runs the batch N that solves
 N = (λ / W_d) · output · t_decode(N) (plain iteration from N = 1 climbs to it), and TPOT = t_decode(N).
-
-**Prefill pool.** A prefill worker runs prompts only, packed into chunks of the engine's batched
-tokens: one prompt occupies it s (its share of a full chunk) and alone takes t₁ (its own chunks, its
-cached prefix skipped).
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
-from gpuplan.core.perf.scenarios import lone_prefill_s, mean_context, prefill_share_s
+from gpuplan.core.perf.scenarios import mean_context
 from gpuplan.core.recommend.request import GpuOffer, Rejection, SearchSpace
 from gpuplan.core.sla import Sla
 from gpuplan.core.units import MS_PER_S
@@ -34,9 +31,8 @@ __all__ = [
     "BISECTION_STEPS",
     "FIXED_POINT_ITERATIONS",
     "DecodeOption",
-    "PrefillOption",
+    "decode_at",
     "decode_options",
-    "prefill_options",
 ]
 
 BISECTION_STEPS = 12
@@ -62,16 +58,6 @@ class DecodeOption:
     def ranks(self) -> int:
         """Decode ranks taking requests independently, each over its own GPUs' links."""
         return self.layout.replicas * self.layout.attention_dp
-
-
-@dataclass(frozen=True)
-class PrefillOption:
-    """One prefill worker layout on one GPU type: its busy time per prompt and a lone prompt's time."""
-
-    offer: GpuOffer
-    layout: Layout
-    busy_s: float
-    alone_s: float
 
 
 def decode_options(
@@ -123,11 +109,22 @@ def _decode_option(
     if batch < 1.0:
         return "latency"
     per_worker_rps = batch / (target.output_tokens * step.decode_s(batch=batch, context=ctx))
-    rate = target.rate_rps or 0.0
-    workers = max(math.ceil(rate / (per_worker_rps * space.headroom)), 1)
-    running = _running(lambda n: step.decode_s(batch=n, context=ctx), rate / workers * target.output_tokens)
+    workers = max(math.ceil((target.rate_rps or 0.0) / (per_worker_rps * space.headroom)), 1)
+    return decode_at(offer, layout, replica, workers, target)
+
+
+def decode_at(
+    offer: GpuOffer, layout: Layout, replica: ReplicaModel, workers: int, target: Workload
+) -> DecodeOption:
+    """The decode pool of ``workers`` workers of ``layout`` carrying the target: each runs the batch
+    N = (λ / W_d) · output · t_decode(N) (module docstring)."""
+    step, ctx = replica.step, mean_context(target)
+    tokens_per_s = (target.rate_rps or 0.0) / workers * target.output_tokens
+    running = _running(lambda n: step.decode_s(batch=n, context=ctx), tokens_per_s)
     tpot = step.decode_s(batch=running, context=ctx)
-    return DecodeOption(offer, layout.with_replicas(workers), replica, running, tpot, cap)
+    return DecodeOption(
+        offer, layout.with_replicas(workers), replica, running, tpot, replica.capacity(target)
+    )
 
 
 def _largest_batch(step_s: Callable[[float], float], cap: float, tpot_ms: float | None) -> float:
@@ -155,29 +152,6 @@ def _running(step_s: Callable[[float], float], tokens_per_s: float) -> float:
             return new
         running = new
     return running
-
-
-def prefill_options(
-    model: ModelSpec,
-    offers: Sequence[GpuOffer],
-    layouts: dict[str, list[Layout]],
-    target: Workload,
-    cal: Calibration,
-) -> Iterator[PrefillOption]:
-    """Every prefill layout that holds one prompt, with its per-prompt times."""
-    prompt = target.model_copy(update={"output_tokens": 1})
-    for offer in offers:
-        for layout in layouts[offer.gpu.id]:
-            try:
-                replica = ReplicaModel.build(
-                    model, offer.gpu, layout.with_replicas(1), context_tokens=target.input_tokens + 1, cal=cal
-                )
-            except InfeasibleError:
-                continue
-            step = replica.step
-            packed = math.ceil(step.prefill_step_tokens / max(target.input_tokens, 1))
-            busy = prefill_share_s(step, replica.memory, prompt, float(packed))
-            yield PrefillOption(offer, layout, busy, lone_prefill_s(step, target))
 
 
 _NO_DECODE_TPOT = "disaggregated: no decode layout meets TPOT {tpot} ms even at batch 1"
