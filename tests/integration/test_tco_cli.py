@@ -58,8 +58,9 @@ def test_a_recommend_answer_is_a_plan_to_price(invoke: Invoke, tmp_path: Path) -
 
 
 def test_a_disaggregated_plan_is_priced_with_both_pools(invoke: Invoke, tmp_path: Path) -> None:
-    ask = ("recommend", "--model", "meta-llama/Llama-3.1-70B", "--rate", "20", "--input-tokens", "8000")
-    ask += ("--output-tokens", "500", "--ttft-ms", "2000", "--tpot-ms", "40", "--gpus", "H200-SXM")
+    ask: tuple[str, ...] = ("recommend", "--model", "meta-llama/Llama-3.1-70B", "--rate", "20")
+    ask += ("--input-tokens", "8000", "--output-tokens", "500", "--ttft-ms", "2000", "--tpot-ms", "40")
+    ask += ("--gpus", "H200-SXM")
     run = invoke(*ask, "--layouts", "disaggregated", "--format", "json")
     assert run.exit_code == 0, run.output
     answer = json.loads(run.stdout)

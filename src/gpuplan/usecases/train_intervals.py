@@ -17,7 +17,8 @@ from gpuplan.core.calibration.error_model import group_path
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.calibration.uncertainty import Bounds, Uncertainty, bounds
 from gpuplan.data.bundled_calibration import default_training_calibration
-from gpuplan.usecases.train import TrainPlan, TrainPlanResult
+from gpuplan.usecases.train import TrainPlanResult
+from gpuplan.usecases.training_plan import TrainPlan
 
 FAMILY = "training speed"
 REGIME = "other"

@@ -208,18 +208,31 @@ class StepModel:
         fixed_s, per_token_s = self._comm_terms_s
         return fixed_s + tokens * per_token_s
 
-    def _stage_s(self, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float) -> float:
-        """One pipeline stage's time (module docstring). Hot path of every search: plain comparisons."""
+    def _stage_s(
+        self, tokens: float, gemm_flops: float, attn_flops: float, kv_bytes: float, one_rank: bool = False
+    ) -> float:
+        """One pipeline stage's time (module docstring). Hot path of every search: plain comparisons.
+        ``one_rank``: the tokens are one sequence's, so under attention data parallelism its attention
+        and dense math run on one DP rank's ``tp`` GPUs while its routed experts still spread over all."""
         stream_bytes, math_flops = self.dense_weight_bytes, gemm_flops
+        routed = tokens * self.routed_flops_per_token if self.routed_weight_bytes else 0.0
         if self.routed_weight_bytes:  # routed experts run at expert_efficiency of the dense rate
             stream_bytes += self._routed_read(tokens) / self.expert_efficiency
-            math_flops += tokens * self.routed_flops_per_token * self._expert_penalty
+            math_flops += routed * self._expert_penalty
         stream_s = stream_bytes / self.bytes_per_s
-        math_s = math_flops / self._shards / self.gemm_flops_per_s
+        shards = self._shards
+        dense_shards = shards // self.layout.attention_dp if one_rank else shards
+        if dense_shards == shards:
+            math_s = math_flops / shards / self.gemm_flops_per_s
+        else:
+            math_s = (
+                (math_flops - routed * (1 + self._expert_penalty)) / dense_shards
+            ) / self.gemm_flops_per_s
+            math_s += routed * (1 + self._expert_penalty) / shards / self.gemm_flops_per_s
         longer, shorter = (stream_s, math_s) if stream_s >= math_s else (math_s, stream_s)
         gemm_s = longer + self.overlap_loss * shorter
         kv_s = kv_bytes / self.bytes_per_s
-        attn_s = attn_flops / self._shards / self.attn_flops_per_s
+        attn_s = attn_flops / dense_shards / self.attn_flops_per_s
         return gemm_s + (kv_s if kv_s >= attn_s else attn_s) + self._comm_s(tokens)
 
     def decode_s(self, *, batch: float, context: float) -> float:
@@ -262,20 +275,24 @@ class StepModel:
         step_s = draft.prefill_s(tokens=tokens, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens)
         return step_s - draft.overhead_s - draft.prefill_launch_s
 
-    def prefill_s(self, *, tokens: float, prompt_tokens: float, cached_tokens: float = 0.0) -> float:
+    def prefill_s(
+        self, *, tokens: float, prompt_tokens: float, cached_tokens: float = 0.0, one_prompt: bool = False
+    ) -> float:
         """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each, of
         which ``cached_tokens`` per prompt were found in the prefix cache (computed: the rest, attending
-        over the whole prompt)."""
+        over the whole prompt). ``one_prompt``: the tokens are one prompt's, on one attention-DP rank."""
         gemm = self._prefill_gemm_flops(tokens, prompt_tokens - cached_tokens)
         attn = self._prefill_attention_flops(tokens, prompt_tokens, cached_tokens)
-        stage = self._stage_s(tokens, gemm, attn, 0.0)
+        stage = self._stage_s(tokens, gemm, attn, 0.0, one_prompt)
         extra_s = self._proposer_prefill_s(tokens, prompt_tokens, cached_tokens)
         return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s + extra_s
 
     def lone_prefill_s(self, prompt_tokens: int, cached_tokens: int = 0) -> float:
         """One prompt alone, split into steps of at most ``prefill_step_tokens`` (vLLM chunked prefill,
         TensorRT-LLM max_num_tokens), each a pass over the weights; the first ``cached_tokens`` come from
-        the prefix cache, so only the rest is computed. Memoised per prompt length."""
+        the prefix cache, so only the rest is computed. Under attention data parallelism the prompt runs
+        on one DP rank (its attention and dense math are not shared by the others). Memoised per prompt
+        length."""
         computed = prompt_tokens - cached_tokens
         if computed <= 0:
             return 0.0
@@ -283,11 +300,15 @@ class StepModel:
         if key not in self._memo:
             step_tokens = self.prefill_step_tokens
             full, rest = divmod(computed, max(step_tokens, 1))
-            shape = {"prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens}
-            time_s = full * self.prefill_s(tokens=step_tokens, **shape) if full else 0.0
-            rest_s = self.prefill_s(tokens=rest, **shape) if rest else 0.0
+            time_s = full * self._one_prompt_s(step_tokens, prompt_tokens, cached_tokens) if full else 0.0
+            rest_s = self._one_prompt_s(rest, prompt_tokens, cached_tokens) if rest else 0.0
             self._memo[key] = time_s + rest_s
         return self._memo[key]
+
+    def _one_prompt_s(self, tokens: int, prompt_tokens: int, cached_tokens: int) -> float:
+        return self.prefill_s(
+            tokens=tokens, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, one_prompt=True
+        )
 
     def _prefill_gemm_flops(self, tokens: float, prompt_tokens: float) -> float:
         """Weight-matmul FLOPs of ``tokens`` prompt tokens from prompts of ``prompt_tokens``: every
@@ -335,7 +356,9 @@ class StepModel:
         if prefill_tokens <= 0:
             return self.decode_s(batch=batch, context=context)
         if batch <= 0:
-            return self.prefill_s(tokens=prefill_tokens, **shape)
+            return self.prefill_s(
+                tokens=prefill_tokens, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens
+            )
         queries = 1 if (spec := self.layout.speculative) is None else spec.queries
         pp = self.layout.pp
         micro = max(batch / pp, 1.0)

@@ -36,7 +36,6 @@ from gpuplan.usecases.calibration.profile import load_training_calibration
 from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.train import (
     TrainFitResult,
-    TrainPlan,
     TrainPlanRequest,
     TrainPlanResult,
     check_inter_node_gbps,
@@ -46,6 +45,7 @@ from gpuplan.usecases.train import (
     tokens_to_train,
 )
 from gpuplan.usecases.train_intervals import with_training_intervals
+from gpuplan.usecases.training_plan import TrainPlan
 
 __all__ = [
     "MethodOpt",

@@ -11,8 +11,10 @@ from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.hardware import GpuSpec
+from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf import expert_parallel as xp
+from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.core.perf.memory import inference_memory, kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
 from gpuplan.core.perf.roofline import StepModel
@@ -212,3 +214,26 @@ def test_the_hint_gives_the_attention_dp_to_set(mixtral: ModelSpec, h800: GpuSpe
     with pytest.raises(UserInputError) as info:
         check_layout(mixtral, h800, Layout(tp=2, ep=8))
     assert info.value.hint == "set attention_dp = ep / tp = 4 (ep = tp x attention_dp), or use ep <= tp"
+
+
+def test_a_lone_prompt_runs_on_one_attention_dp_rank() -> None:
+    """Under attention DP a prompt's attention and dense layers run on its own rank's GPUs only; its
+    routed experts still spread over every EP rank. A lone 4,000-token DeepSeek-V3 prompt on tp1 x dp8
+    therefore takes at least its dense and attention math on one H200, and longer than on TP8."""
+
+    model, gpu, cal = (
+        get_model("deepseek-ai/DeepSeek-V3"),
+        default_catalog().get_gpu("H200-SXM"),
+        default_calibration(),
+    )
+    wide = ReplicaModel.build(
+        model, gpu, Layout(tp=1, ep=8, attention_dp=8, weight_dtype="fp8"), context_tokens=4500, cal=cal
+    )
+    tp8 = ReplicaModel.build(model, gpu, Layout(tp=8, ep=8, weight_dtype="fp8"), context_tokens=4500, cal=cal)
+    step = wide.step
+    dense_flops = arith.prefill_flops(model, prompt_tokens=4000) - 4000 * step.routed_flops_per_token
+    one_gpu_s = dense_flops / max(step.gemm_flops_per_s, step.attn_flops_per_s)
+    assert step.lone_prefill_s(4000) >= one_gpu_s
+    assert step.lone_prefill_s(4000) > tp8.step.lone_prefill_s(4000)
+    packed = step.prefill_s(tokens=8 * 4000, prompt_tokens=4000)  # eight prompts, one per rank
+    assert packed < 8 * step.lone_prefill_s(4000)
