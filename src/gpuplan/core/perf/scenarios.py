@@ -20,6 +20,7 @@ of the replica, requests running).
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 from gpuplan.core.errors import InfeasibleError
 from gpuplan.core.perf.memory import InferenceMemory
@@ -58,7 +59,14 @@ def prefill_share_s(step: StepModel, mem: InferenceMemory, w: Workload, running:
     return step.prefill_s(tokens=tokens, **shape) * own / tokens
 
 
-def prompt_shape(w: Workload) -> dict[str, float]:
+class PromptShape(TypedDict):
+    """The prompt arguments of the step model's prefill terms."""
+
+    prompt_tokens: float
+    cached_tokens: float
+
+
+def prompt_shape(w: Workload) -> PromptShape:
     """The prompt arguments of the step model's prefill terms: the whole prompt and its cached share."""
     return {"prompt_tokens": float(w.input_tokens), "cached_tokens": float(cached_prompt_tokens(w))}
 
@@ -114,7 +122,8 @@ def run_static_batch(step: StepModel, mem: InferenceMemory, w: Workload) -> tupl
                 f"does not fit one replica: the memory left after the weights holds {math.floor(fits):,}",
                 hint="lower batch_size, add replicas or GPUs (tp), or use an fp8 KV cache",
             )
-    shape = prompt_shape(w) | {"prompt_tokens": float(max(w.input_tokens, 1))}
+    shape = prompt_shape(w)
+    shape["prompt_tokens"] = float(max(w.input_tokens, 1))
     ttft = step.prefill_s(tokens=batch * max(computed_prompt_tokens(w), 1), **shape)
     tpot = step.decode_s(batch=batch, context=mean_context(w))
     e2e = ttft + max(w.output_tokens - 1, 0) * tpot

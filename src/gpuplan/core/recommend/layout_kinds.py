@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuplan.core.errors import UserInputError
-from gpuplan.core.perf.kv_transfer import DISAGGREGATING_ENGINES
+from gpuplan.core.perf.kv_transfer import DISAGGREGATING_ENGINES, KvTransport
 from gpuplan.core.recommend.disaggregated_tail import DISAGGREGATED_FINALISTS, MAX_DISAGGREGATED_CONFIRMED
 from gpuplan.core.recommend.request import Plan, PoolPlan, SearchSpace
 from gpuplan.core.sla import Sla
@@ -29,7 +29,8 @@ def plan_words(p: Plan) -> str:
 def pools_label(p: Plan) -> str:
     """``3P1D``: prefill and decode workers (the xPyD notation of Dynamo and aiconfigurator)."""
     if p.prefill is None or p.decode is None:
-        return f"tp{p.layout.tp}x{p.layout.replicas}"
+        dp = f"dp{p.layout.attention_dp}" if p.layout.attention_dp > 1 else ""
+        return f"tp{p.layout.tp}{dp}x{p.layout.replicas}"
     return f"{p.prefill.workers}P{p.decode.workers}D"
 
 
@@ -45,7 +46,8 @@ def plan_cells(p: Plan) -> tuple[str, int, int | str, int | str, int | str]:
 
 def _pool(pool: PoolPlan) -> str:
     ep = f" ep={pool.ep}" if pool.ep > 1 else ""
-    return f"{pool.workers}x tp={pool.tp}{ep} on {pool.gpu}"
+    dp = f" attention_dp={pool.attention_dp}" if pool.attention_dp > 1 else ""
+    return f"{pool.workers}x tp={pool.tp}{ep}{dp} on {pool.gpu}"
 
 
 def versus(plans: Sequence[Plan]) -> list[str]:
@@ -54,11 +56,25 @@ def versus(plans: Sequence[Plan]) -> list[str]:
     others = [p for p in plans if p.layout_kind != best.layout_kind and p.usd_per_hour]
     if not others or not best.usd_per_hour:
         return []
-    other = min(others, key=lambda p: (p.usd_per_hour or 0.0, p.num_gpus))
+    other = others[0]  # the other kind's best by the same ranking (the objective's)
     saving = (1 - best.usd_per_hour / (other.usd_per_hour or best.usd_per_hour)) * 100
+    if saving < 0:  # ranked first on latency or throughput per dollar, not on cost
+        return [_ranks_first_at_a_cost(best, other, -saving)]
     if best.layout_kind == "disaggregated":
         return [_split_wins(best, other, saving)]
     return [_together_wins(best, other, saving)]
+
+
+def _ranks_first_at_a_cost(best: Plan, other: Plan, extra: float) -> str:
+    kind, other_kind = best.layout_kind.capitalize(), other.layout_kind
+    per_usd = best.output_tokens_per_s / (best.usd_per_hour or 1.0)
+    other_per_usd = other.output_tokens_per_s / (other.usd_per_hour or 1.0)
+    return (
+        f"{kind} {pools_label(best)} ranks above {other_kind} {pools_label(other)} on {other.gpu_types} at "
+        f"{extra:.0f}% more cost (${best.usd_per_hour:,.2f}/h vs ${other.usd_per_hour:,.2f}/h): TPOT "
+        f"{best.tpot_ms:.1f} vs {other.tpot_ms:.1f} ms, TTFT {best.ttft_ms:.0f} vs {other.ttft_ms:.0f} ms, "
+        f"{per_usd:,.0f} vs {other_per_usd:,.0f} output tokens/s per $/h."
+    )
 
 
 def _split_wins(split: Plan, together: Plan, saving: float) -> str:
@@ -98,7 +114,7 @@ def scope(
     """The layout kinds this request can search and, when one asked for is dropped, why (an assumption
     line): disaggregated pools need a request rate and an engine with the mode."""
     if "disaggregated" not in space.layout_kinds:
-        return space, []
+        return space, _unused_disaggregation_flags(space)
     reason = ""
     if space.engine not in DISAGGREGATING_ENGINES:
         reason = f"engine {space.engine} (it has no disaggregated mode; {', '.join(sorted(DISAGGREGATING_ENGINES))} do)"
@@ -135,3 +151,13 @@ def _transport_line(space: SearchSpace, sla: Sla, *, at_confidence: bool) -> str
         "overlapped; prefill queues as M/D/1 per worker, decode workers run no prompts (docs/model.md)."
         f"{p99}{confidence}"
     )
+
+
+def _unused_disaggregation_flags(space: SearchSpace) -> list[str]:
+    """An assumption line when the KV-link or pool flags were given but no disaggregated plan is searched."""
+    if space.kv_transport == KvTransport() and not space.mixed_pools:
+        return []
+    return [
+        "--kv-transport, --kv-gbps, --kv-overlap and --mixed-pools shape disaggregated plans only; "
+        "none was searched (--layouts aggregated)."
+    ]

@@ -15,7 +15,7 @@ from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.perf.scenarios import mean_context
 from gpuplan.core.recommend import recommend
 from gpuplan.core.recommend.disaggregated import FIRST_TOKEN_DECODE_STEPS
-from gpuplan.core.recommend.layout_kinds import scope
+from gpuplan.core.recommend.layout_kinds import scope, versus
 from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation, SearchSpace
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
@@ -263,3 +263,36 @@ def test_a_count_rejection_names_the_smallest_disaggregated_plan() -> None:
     narrow = wide.model_copy(update={"max_gpus": fewest - 1})
     with pytest.raises(InfeasibleError, match=f"disaggregated: needs {fewest} GPUs > max {fewest - 1}"):
         recommend(model, _offers("H200-SXM"), LONG, sla=LONG_SLA, space=narrow, cal=CAL)
+
+
+def test_a_winner_that_costs_more_is_not_said_to_beat_by_a_negative_share() -> None:
+    """Ranked on latency, a dearer plan can lead: the line says it costs more, never "by -178%"."""
+    model = get_model("meta-llama/Llama-3.1-70B")
+    space = SearchSpace(max_gpus=512, weight_dtypes=("fp8",))
+    rec = recommend(model, _offers("H200-SXM"), LONG, sla=LONG_SLA, space=space, cal=CAL)
+    split = next(p for p in rec.plans if p.layout_kind == "disaggregated")
+    together = next(p for p in rec.plans if p.layout_kind == "aggregated")
+    dear, cheap = (
+        (split, together) if (split.usd_per_hour or 0) > (together.usd_per_hour or 0) else (together, split)
+    )
+    assert dear.usd_per_hour is not None and cheap.usd_per_hour is not None
+    (line,) = versus([dear, cheap])
+    extra = (dear.usd_per_hour / cheap.usd_per_hour - 1) * 100
+    assert f"at {extra:.0f}% more cost" in line and " by -" not in line
+    assert f"TPOT {dear.tpot_ms:.1f} vs {cheap.tpot_ms:.1f} ms" in line
+
+
+def test_disaggregation_flags_without_disaggregated_plans_are_named() -> None:
+    model = get_model("meta-llama/Llama-3.1-8B")
+    space = SearchSpace(layout_kinds=("aggregated",), kv_transport=KvTransport(kind="tcp"))
+    rec = recommend(model, _offers("H100-SXM"), SHORT, sla=SHORT_SLA, space=space, cal=CAL)
+    assert any("shape disaggregated plans only; none was searched" in a for a in rec.assumptions)
+    plain = recommend(
+        model,
+        _offers("H100-SXM"),
+        SHORT,
+        sla=SHORT_SLA,
+        space=SearchSpace(layout_kinds=("aggregated",)),
+        cal=CAL,
+    )
+    assert not any("shape disaggregated plans only" in a for a in plain.assumptions)
