@@ -173,7 +173,7 @@ class Store:
                     conn.execute(insert(meta).values(key="schema", value=str(SCHEMA_VERSION)))
         except DatabaseError as exc:  # OperationalError (cannot open) and "file is not a database"
             raise BenchmarkError(
-                redact(f"cannot open the results store {self.url}: {exc.orig}"),
+                redact(f"cannot open the results store {self.url}: {' '.join(str(exc.orig).split())}"),
                 hint="point --store at a gpuplan SQLite file or a new path",
             ) from None
 

@@ -56,9 +56,9 @@ def versus(plans: Sequence[Plan]) -> list[str]:
     others = [p for p in plans if p.layout_kind != best.layout_kind and p.usd_per_hour]
     if not others or not best.usd_per_hour:
         return []
-    other = others[0]  # the other kind's best by the same ranking (the objective's)
+    other = min(others, key=lambda p: (p.usd_per_hour or 0.0, p.num_gpus))
     saving = (1 - best.usd_per_hour / (other.usd_per_hour or best.usd_per_hour)) * 100
-    if saving < 0:  # ranked first on latency or throughput per dollar, not on cost
+    if saving < 0:  # ranked first on latency or throughput per dollar, at a higher cost
         return [_ranks_first_at_a_cost(best, other, -saving)]
     if best.layout_kind == "disaggregated":
         return [_split_wins(best, other, saving)]

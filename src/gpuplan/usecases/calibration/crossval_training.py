@@ -19,7 +19,7 @@ from gpuplan.core.errors import GpuplanError
 from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.calibration.published_training import fit_training_calibration
 from gpuplan.usecases.validation.cases import Case, Skip
-from gpuplan.usecases.validation.predict import RowResult
+from gpuplan.usecases.validation.predict import RowResult, row_result
 from gpuplan.usecases.validation.predict_training import THROUGHPUT_METRICS, predict_training_with
 
 __all__ = ["MIN_TRAINING_FIT_ROWS", "cross_validate_training", "training_prior"]
@@ -61,14 +61,4 @@ def _held_out_result(case: Case, catalog: Catalog, tcal: TrainingCalibration) ->
         predicted: float | None = predict_training_with(case, catalog, tcal)
     except (Skip, GpuplanError) as why:
         predicted, skip = None, str(why)
-    ape = None if predicted is None or case.value == 0 else abs(predicted - case.value) / abs(case.value)
-    return RowResult(
-        id=case.id,
-        metric=case.metric,
-        quality=case.quality,
-        gpu=case.get("gpu"),
-        measured=case.value,
-        predicted=predicted,
-        ape=ape,
-        skip_reason=skip,
-    )
+    return row_result(case, predicted, skip)

@@ -65,13 +65,13 @@ def predict_case(case: Case, catalog: Catalog, cal: Calibration, *, simulate: bo
     try:
         predicted = _dispatch(case, catalog, cal, simulate)
     except Skip as why:
-        return _result(case, None, str(why))
+        return row_result(case, None, str(why))
     except GpuplanError as exc:
-        return _result(case, None, exc.one_line())
+        return row_result(case, None, exc.one_line())
     except ValidationError as exc:  # the row's conditions break a rule (tp=-2, …): the row, not the run
-        return _result(case, None, f"row conditions invalid: {describe_validation_error(exc)}")
+        return row_result(case, None, f"row conditions invalid: {describe_validation_error(exc)}")
     regime = _regime(case, catalog, cal) if simulate else scenario_regime(case) or "other"
-    return _result(case, predicted, None).model_copy(update={"regime": regime})
+    return row_result(case, predicted, None).model_copy(update={"regime": regime})
 
 
 def _regime(case: Case, catalog: Catalog, cal: Calibration) -> Regime:
@@ -85,7 +85,8 @@ def _regime(case: Case, catalog: Catalog, cal: Calibration) -> Regime:
     return load_regime(sweep_utilisation(case, model, gpu, cal))
 
 
-def _result(case: Case, predicted: float | None, skip: str | None) -> RowResult:
+def row_result(case: Case, predicted: float | None, skip: str | None) -> RowResult:
+    """The contract row of one case: its prediction (or why not) and its APE."""
     ape = abs(predicted / case.value - 1.0) if predicted is not None and case.value > 0 else None
     return RowResult(
         id=case.id,
