@@ -15,8 +15,9 @@ from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.recommend import confirm, recommend
-from gpuplan.core.recommend.request import SearchSpace
+from gpuplan.core.recommend.request import Plan, SearchSpace
 from gpuplan.core.recommend.search import candidate_layouts, one_replica, search
+from gpuplan.core.sim.capacity import offline_requests_per_s
 from gpuplan.core.sim.tail_model import tail_estimate
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
@@ -59,7 +60,7 @@ def main() -> None:
         model = get_model(model_id)
         layouts = sum(len(list(candidate_layouts(model, o.gpu, SPACE))) for o in offers)
         times = []
-        plans: list[object] = []
+        plans: list[Plan] = []
         for _ in range(REPEATS):
             start = time.perf_counter()
             plans, _ = search(model, offers, target, sla, SPACE, cal=cal)
@@ -90,7 +91,8 @@ def _uncertainty() -> Uncertainty | None:
 def p99_main() -> None:
     """P99-limited recommend over the whole catalog (no shortlist), and for the top plans their P99s
     (and where they came from: ``p99_source``) against the tail model's and a simulator run at the
-    plan's per-replica rate; ``plan/sim`` is the plan's P99 over the simulator's."""
+    plan's per-replica rate, as long as the plan's own confirmation ran (20,000 requests near
+    saturation, ``confirm.steady_run_at``); ``plan/sim`` is the plan's P99 over the simulator's."""
     catalog, cal = default_catalog(), default_calibration()
     offers, sure = resolve.offers(catalog, None), _uncertainty()
     for model_id, rate in P99_CASES:
@@ -113,7 +115,8 @@ def p99_main() -> None:
             replica = one_replica(model, offer.gpu, plan.layout, target, cal)
             per = rate / plan.layout.replicas
             est = tail_estimate(replica, input_tokens=2048, output_tokens=300, rate_rps=per)
-            sim, _ = confirm.run_at(replica, target, per, P99_SLA)
+            offline = offline_requests_per_s(replica, confirm.spec(target, 1.0))
+            sim, _ = confirm.steady_run_at(replica, target, per, P99_SLA, offline)  # the plan's run length
             ttft, tpot = plan.ttft_p99_ms or 0.0, plan.tpot_p99_ms or 0.0
             sim_ttft, sim_tpot = sim.ttft.p99_ms or 0.0, sim.tpot.p99_ms or 0.0
             print(
