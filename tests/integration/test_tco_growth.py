@@ -120,3 +120,38 @@ def test_growth_errors_are_one_line_naming_the_flag(invoke: Invoke, plan_file: P
         assert run.exit_code != 0 and run.error_line().startswith("error: --load-growth"), bad
     run = invoke("tco", "--gpu", "H100-SXM", "--count", "2", "--load-growth", "2")
     assert run.exit_code != 0 and "--load-growth" in run.error_line()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("--confidence", "0.9"),
+        ("--spec-method", "ngram", "--spec-tokens", "4", "--spec-acceptance", "0.7"),
+        ("--layouts", "disaggregated", "--kv-transport", "tcp", "--kv-gbps", "25"),
+    ],
+    ids=["confidence", "speculative", "disaggregated-tcp"],
+)
+def test_growth_one_reproduces_a_plan_made_with_its_settings(
+    invoke: Invoke, tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    """The re-plan keeps what the plan file records (confidence, speculation, layout kind and KV link):
+    at x1 it is today's plan, so there is nothing to buy; both pools are counted."""
+    run = invoke(*RECOMMEND, *extra, "--format", "json")
+    assert run.exit_code == 0, run.output
+    plan = tmp_path / "plan.json"
+    plan.write_text(run.stdout, encoding="utf-8")
+    best = json.loads(run.stdout)["plans"][0]
+    out = _tco(invoke, plan, "--load-growth", "1")
+    assert out["growth"]["extra_gpus"] == 0
+    assert out["growth"]["today"]["gpus"] == out["growth"]["grown"]["gpus"] == best["count"]
+
+
+def test_a_plan_the_file_cannot_reproduce_is_refused(invoke: Invoke, tmp_path: Path, plan_file: Path) -> None:
+    answer = json.loads(plan_file.read_text(encoding="utf-8"))
+    answer["plans"][0]["count"] *= 2  # as if made with a --calibration profile the file does not record
+    answer["plans"][0]["replicas"] *= 2
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(answer), encoding="utf-8")
+    run = invoke("tco", plan, "--load-growth", "2")
+    assert run.exit_code != 0
+    assert "re-planning its own load gives" in run.output and "Traceback" not in run.output

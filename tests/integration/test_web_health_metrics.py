@@ -104,3 +104,22 @@ def test_without_prometheus_client_metrics_is_a_404_with_the_hint(monkeypatch: p
     assert client.get("/health").status_code == 200
     answer = client.get("/metrics")
     assert answer.status_code == 404 and answer.json()["error"] == METRICS_HINT
+
+
+def test_a_made_up_method_does_not_add_a_series() -> None:
+    client = TestClient(create_app(), raise_server_exceptions=False)
+    for method in ("FOO1", "FOO2", "BREW"):
+        client.request(method, "/no/such/page")
+    samples = _samples(client)
+    methods = {
+        dict(labels).get("method") for name, labels in samples if name == "gpuplan_http_requests_total"
+    }
+    assert methods <= set(metrics.HTTP_METHODS) | {metrics.OTHER_METHOD}
+    assert (
+        sum(
+            v
+            for (name, labels), v in samples.items()
+            if name == "gpuplan_http_requests_total" and dict(labels).get("method") == metrics.OTHER_METHOD
+        )
+        == 3
+    )

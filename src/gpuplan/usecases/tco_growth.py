@@ -17,14 +17,17 @@ from pydantic import Field
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.errors import FileFormatError, UserInputError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.hardware import MAX_GPU_COUNT
+from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.pricing import PriceQuote, typed_quote
 from gpuplan.core.recommend import recommend
 from gpuplan.core.recommend.request import Plan, Recommendation, SearchSpace
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
+from gpuplan.data.error_model import default_error_model
 from gpuplan.usecases.resolve import offers
 from gpuplan.usecases.tco import TcoAnswer, TcoRequest, read_plan_file, tco_answer
 
@@ -86,6 +89,7 @@ def tco_for_growth(
             hint="re-run gpuplan recommend ... --format json and pass that file",
         )
     today = rec.plans[0]
+    check_replans_today(catalog, rec, today, req, path)
     target = _grown(rec.workload, growth.load_growth)
     grown_rec = _replan(catalog, rec, today, target, growth, req)
     grown = grown_rec.plans[0]
@@ -132,8 +136,15 @@ def _replan(
         max_gpus=min(MAX_GPU_COUNT, max(DEFAULT_MAX_GPUS, wanted)),
         engine=today.layout.engine.name,
         layout_kinds=(today.layout_kind,),
+        speculative=today.layout.speculative,
+        kv_transport=today.kv_transport or KvTransport(),
     )
     kind = quote.kind if quote is not None else req.kind
+    sure = (
+        None
+        if rec.confidence is None
+        else Uncertainty(model=default_error_model(), confidence=rec.confidence)
+    )
     return recommend(
         get_model(growth.model or rec.model),
         offers(catalog, [today.gpu], price_kind=kind, usd_per_gpu_hour=typed, basis=rec.price_basis),
@@ -144,7 +155,24 @@ def _replan(
         cal=default_calibration(),
         ownership=req.ownership,
         price_basis=rec.price_basis,
+        uncertainty=sure,
     )
+
+
+def check_replans_today(
+    catalog: Catalog, rec: Recommendation, today: Plan, req: TcoRequest, path: Path
+) -> None:
+    """UserInputError unless re-planning PLAN.json's own load gives its own GPU count: a plan made with
+    settings the file does not record (a ``--calibration`` profile) would otherwise be grown from
+    another baseline, and the GPUs to buy would be wrong."""
+    assert rec.workload is not None
+    again = _replan(catalog, rec, today, rec.workload, GrowthRequest(), req).plans[0]
+    if again.num_gpus != today.num_gpus:
+        raise UserInputError(
+            f"{path}: re-planning its own load gives {again.num_gpus} GPUs, not its {today.num_gpus}: "
+            "the plan was made with a setting the file does not record (a --calibration profile?)",
+            hint="re-run gpuplan recommend without --calibration, then --load-growth on that file",
+        )
 
 
 def _quote(plan: Plan, req: TcoRequest, path: Path) -> PriceQuote:
@@ -162,8 +190,8 @@ def _summary(model: str, plan: Plan, tco: TcoAnswer) -> PlanSummary:
     lay = plan.layout
     return PlanSummary(
         model=model,
-        gpu=plan.gpu,
-        gpus=lay.num_gpus,
+        gpu=plan.gpu_types,
+        gpus=plan.num_gpus,
         tp=lay.tp,
         pp=lay.pp,
         replicas=lay.replicas,

@@ -34,11 +34,19 @@ LABELS = {
 }
 
 
+CALIBRATION_RATE_SHARES = (0.25, 0.5, 1.0)
+"""The sweep the suggested ``bench serve`` runs, as shares of one replica's target rate: a single rate
+run gives two rows, fewer than the three the fit needs per factor (``MIN_ROWS_PER_FACTOR``); three rates
+up to the target give six, and none past the load the plan was sized for."""
+
+
 def serve_command(*, model_id: str, plan: Plan, target: Workload) -> str:
-    """``bench serve`` at one replica's share of the target, then the ``calibrate`` that fits it."""
+    """``bench serve`` up to one replica's share of the target (three rates), then the ``calibrate`` that
+    fits it."""
     lay = plan.layout
-    if target.rate_rps is not None:
-        load = f"--rate {target.rate_rps / lay.replicas:.3g}"
+    if target.rate_rps is not None:  # three runs: one run's rows are fewer than a factor's minimum
+        share = target.rate_rps / lay.replicas
+        load = "--rates " + ",".join(f"{share * f:.3g}" for f in CALIBRATION_RATE_SHARES)
     else:
         load = f"--concurrency {max(1, math.ceil(plan.concurrency_per_replica))}"
     bench = (

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuplan.core.errors import UserInputError
+from gpuplan.core.errors import GpuplanError, UserInputError
 from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
 from gpuplan.interfaces.cli.cmd_bench import StoreOpt, announce, bench_app
@@ -221,12 +221,14 @@ def check_deployment(
 
     if tp < 1:
         raise UserInputError(f"--tp must be >= 1, got {tp}", hint="e.g. --tp 1")
-    if gpu is not None:
-        catalog_from(catalog).get_gpu(gpu)
-    if engine is not None:
-        get_engine(engine)
-    if weight_dtype is not None:
-        get_dtype(weight_dtype)
+    checks = (("--gpu", gpu, catalog_from(catalog).get_gpu), ("--engine", engine, get_engine))
+    for flag, value, check in (*checks, ("--weight-dtype", weight_dtype, get_dtype)):
+        if value is None:
+            continue
+        try:
+            check(value)
+        except GpuplanError as exc:  # "unknown GPU 'NOPE' …" → "--gpu: unknown GPU 'NOPE' …"
+            raise UserInputError(f"{flag}: {exc.message}", hint=exc.hint) from None
 
 
 def _calibration_tables(o: dict[str, Any]) -> None:

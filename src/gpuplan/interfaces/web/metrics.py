@@ -41,6 +41,12 @@ UNMATCHED = "unmatched"
 METRICS_HINT = "prometheus_client is not installed on the server (pip install 'gpuplan[web]')"
 
 
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""The methods counted by name (RFC 9110 §9 and PATCH, RFC 5789); any other is counted as OTHER_METHOD,
+so a client cannot grow the label set."""
+OTHER_METHOD = "other"
+
+
 class Health(BaseModel):
     """The answer of ``GET /health``."""
 
@@ -101,6 +107,7 @@ class RequestMetrics:
             route_path = getattr(scope.get("route"), "path", None)  # set by the router as it dispatched
             endpoint = route_path if isinstance(route_path, str) and route_path else top_level
             method = str(scope.get("method", ""))
+            method = method if method in HTTP_METHODS else OTHER_METHOD  # a client cannot add series
             self.latency.labels(endpoint, method).observe(time.perf_counter() - started_s)
             self.requests.labels(endpoint, method, str(status[0])).inc()
 
