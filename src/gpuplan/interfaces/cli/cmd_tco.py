@@ -34,7 +34,7 @@ from gpuplan.interfaces.cli.render import json_or_table, lines, table
 from gpuplan.interfaces.cli.views import quote_lines
 from gpuplan.usecases.pricing import price_basis as price_basis_of
 from gpuplan.usecases.tco import TcoAnswer, TcoRequest, tco_for_gpu, tco_for_plan
-from gpuplan.usecases.tco_growth import GrowthRequest, TcoGrowthAnswer, tco_for_growth
+from gpuplan.usecases.tco_growth import Growth, GrowthRequest, TcoGrowthAnswer, tco_for_growth
 
 PlanArg = Annotated[Path | None, typer.Argument(help="a 'recommend --format json' answer (its best plan)")]
 RentOpt = Annotated[float | None, typer.Option(help="rent $/GPU-hour (default: the basis's quote)")]
@@ -212,12 +212,21 @@ def _growth_view(r: TcoGrowthAnswer) -> None:
         ["plan", "model", "gpu", "gpus", "layout", "$/h", "upfront $", "break-even months"],
         rows,
     )
-    lines(
-        [
-            f"Buy {g.extra_gpus:+d} {g.grown.gpu} for the grown load (${g.extra_upfront_usd:,.0f} more upfront now, "
-            "or the same later at today's price); per GPU the break-even month does not move, since upfront "
-            "and monthly savings both scale with the GPU count.",
-        ],
-        title="Growth",
-    )
+    lines([f"Buy {g.extra_gpus:+d} {g.grown.gpu} for the grown load (${g.extra_upfront_usd:,.0f} more upfront now, "
+           f"or the same later at today's price); {_break_even_words(g)}."], title="Growth")  # fmt: skip
     _view(r, "table")
+
+
+def _break_even_words(g: Growth) -> str:
+    """Whether buying for the grown load moves the break-even month (a fixed staff cost does)."""
+    before, after = g.today.break_even_months, g.grown.break_even_months
+    if before is None or after is None:
+        return "no break-even month within the amortisation on one side"
+    if abs(after - before) < BREAK_EVEN_SAME_MONTHS:
+        return "the break-even month does not move (upfront and monthly savings scale with the GPUs)"
+    spread = "the fixed monthly costs spread over another GPU count"
+    return f"the break-even month moves from {before:.1f} to {after:.1f} ({spread})"
+
+
+BREAK_EVEN_SAME_MONTHS = 0.05
+"""Break-even months closer than this read as unchanged (a tenth of a printed month)."""

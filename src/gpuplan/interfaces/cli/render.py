@@ -103,12 +103,13 @@ def _cell(v: object) -> str:
 
 def ranged(value: float | None, low: float | None, high: float | None) -> str:
     """A figure and its interval as one cell, the ends to 3 significant digits: ``2,560 (1.4k-2.4k)``;
-    an open end (null) prints as ``-``; a figure without spread (ends equal to it) alone."""
+    an open low end (null) prints as ``-``, an open high end as ``open``; a figure without spread (ends
+    equal to it) alone."""
     if value is None:
         return "-"
     if low == high == value:
         return _cell(value)
-    return f"{_cell(value)} ({_short(low)}-{_short(high)})"
+    return f"{_cell(value)} ({_short(low)}-{_short(high) if high is not None else 'open'})"
 
 
 def _short(v: float | None) -> str:
