@@ -224,11 +224,9 @@ class StepModel:
         dense_shards = shards // self.layout.attention_dp if one_rank else shards
         if dense_shards == shards:
             math_s = math_flops / shards / self.gemm_flops_per_s
-        else:
-            math_s = (
-                (math_flops - routed * (1 + self._expert_penalty)) / dense_shards
-            ) / self.gemm_flops_per_s
-            math_s += routed * (1 + self._expert_penalty) / shards / self.gemm_flops_per_s
+        else:  # the dense part on one rank's GPUs, the routed experts (and their penalty) on all
+            dense_flops, routed_flops = gemm_flops - routed, math_flops - gemm_flops + routed
+            math_s = (dense_flops / dense_shards + routed_flops / shards) / self.gemm_flops_per_s
         longer, shorter = (stream_s, math_s) if stream_s >= math_s else (math_s, stream_s)
         gemm_s = longer + self.overlap_loss * shorter
         kv_s = kv_bytes / self.bytes_per_s

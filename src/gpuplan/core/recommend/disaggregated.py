@@ -122,11 +122,9 @@ def _pairing(
 ) -> Pairing | None:
     """The fewest prefill workers meeting the TTFT limit beside ``decode``, or None (module docstring)."""
     rate = target.rate_rps or 0.0
-    link = _link(model, decode, prefill, target, space)
-    decode_wait = _link_wait_s(rate / decode.ranks, link.decode_busy_s)
-    if decode_wait is None:
+    link, base = _start(model, decode, prefill, target, space)
+    if math.isinf(base.transfer_s):  # the decode GPUs' links cannot take the transfers
         return None
-    base = _Base(link.exposed_s + decode_wait, prefill.alone_s + FIRST_TOKEN_DECODE_STEPS * decode.tpot_s)
     utilisation = space.headroom
     if sla.ttft_ms is not None:
         wait = sla.ttft_ms / MS_PER_S - base.transfer_s - base.other_s
@@ -157,12 +155,7 @@ def paired_at(
     """``workers`` prefill workers beside ``decode`` with their queues (compute and both links); TTFT
     infinite when a queue has no steady state."""
     rate = target.rate_rps or 0.0
-    link = _link(model, decode, prefill, target, space)
-    decode_wait = _link_wait_s(rate / decode.ranks, link.decode_busy_s)
-    base = _Base(
-        link.exposed_s + (math.inf if decode_wait is None else decode_wait),
-        prefill.alone_s + FIRST_TOKEN_DECODE_STEPS * decode.tpot_s,
-    )
+    link, base = _start(model, decode, prefill, target, space)
     found = _with_workers(decode, prefill, workers, rate, base, link)
     if found is None:
         rho = rate * prefill.busy_s / workers
@@ -188,6 +181,17 @@ class _Base:
     other_s: float
 
 
+def _start(
+    model: ModelSpec, decode: DecodeOption, prefill: PrefillOption, target: Workload, space: SearchSpace
+) -> tuple[_Link, _Base]:
+    """The transfer's link loads and the TTFT terms that do not depend on the prefill workers; the
+    transfer is infinite when the decode GPUs' links are past :data:`LINK_MAX_UTILISATION`."""
+    link = _link(model, decode, prefill, target, space)
+    decode_wait = _link_wait_s((target.rate_rps or 0.0) / decode.ranks, link.decode_busy_s)
+    transfer = link.exposed_s + (math.inf if decode_wait is None else decode_wait)
+    return link, _Base(transfer, prefill.alone_s + FIRST_TOKEN_DECODE_STEPS * decode.tpot_s)
+
+
 def _with_workers(
     decode: DecodeOption, prefill: PrefillOption, workers: int, rate: float, base: _Base, link: _Link
 ) -> Pairing | None:
@@ -196,7 +200,7 @@ def _with_workers(
     link_wait = _link_wait_s(rate / (workers * prefill.layout.attention_dp), link.prefill_busy_s)
     if rho >= 1 or link_wait is None:
         return None
-    queue = rho * prefill.busy_s / (2 * (1 - rho))
+    queue = md1_mean_wait_s(rho=rho, service_s=prefill.busy_s)
     transfer = base.transfer_s + link_wait
     return Pairing(decode, prefill, workers, rho, transfer, base.other_s + transfer + queue)
 
@@ -226,7 +230,13 @@ def _link_wait_s(rate_rps: float, busy_s: float) -> float | None:
     rho = rate_rps * busy_s
     if rho >= LINK_MAX_UTILISATION:
         return None
-    return rho * busy_s / (2 * (1 - rho))
+    return md1_mean_wait_s(rho=rho, service_s=busy_s)
+
+
+def md1_mean_wait_s(*, rho: float, service_s: float) -> float:
+    """Mean wait in an M/D/1 queue at utilisation ``rho`` < 1 with deterministic service ``service_s``
+    (Pollaczek–Khinchine with zero service variance): ρ·s / (2(1 − ρ))."""
+    return rho * service_s / (2 * (1 - rho))
 
 
 def nvlink_refusal(offer: GpuOffer, space: SearchSpace) -> Rejection | None:
