@@ -70,6 +70,9 @@ class ReleaseFactors(FiniteModel):
     efficiency: float = Field(default=1.0, gt=0, le=1.5)
     mla_moe_efficiency: float = Field(default=1.0, gt=0, le=1.5)
     mla_moe_layer_step_s: float = Field(default=0.0, ge=0, le=0.01)
+    first_token_host_s: float = Field(default=0.0, ge=0, le=10.0)
+    """Host time a request spends outside the engine's steps before its first token reaches the client
+    (HTTP, tokenization, hand-off to the engine core, first detokenization); 0 for files that predate it."""
     fitted_on: str = ""
 
 

@@ -98,13 +98,18 @@ def solve_bounded(
     upper: Sequence[float],
     *,
     max_evals: int = 40,
+    f_scale: float | None = None,
 ) -> tuple[np.ndarray, float]:
-    """Plain bounded least squares (``SIMULATED_DIFF_STEP``); the solution and the rms of its residuals."""
+    """Bounded least squares (``SIMULATED_DIFF_STEP``); the solution and the rms of its residuals.
+    ``f_scale``: the ``soft_l1`` loss with that residual scale (residuals well beyond it weigh like
+    their absolute value, not its square), else plain squares."""
     fit = least_squares(
         residuals,
         list(start),
         bounds=(list(lower), list(upper)),
         diff_step=[SIMULATED_DIFF_STEP] * len(start),
         max_nfev=max_evals,
+        loss="linear" if f_scale is None else "soft_l1",
+        f_scale=f_scale or 1.0,
     )
     return fit.x, float(np.sqrt(np.mean(fit.fun**2)))

@@ -179,6 +179,22 @@ def parse_version(raw: str | None) -> tuple[int, int] | None:
         return None
 
 
+VLLM_ASYNC_SCHEDULING_DEFAULT = (0, 14)
+"""vLLM schedules the next step while the current one runs (``--async-scheduling``) by default from
+0.14 (https://github.com/vllm-project/vllm/pull/27614, the last item of the async-scheduling plan
+https://github.com/vllm-project/vllm/issues/27679; the DigitalOcean vLLM 0.14.1 run report lists
+"Async Scheduling: Enabled" with no flag given,
+https://github.com/DO-Solutions/gtc-2026-doks/blob/541db4ef3094ca810331a007ed9454e4fe46b3c8/dev/vllm/benchmarks/phase0/20260224-185458/report.md)."""
+
+
+def schedules_ahead(engine: EngineProfile, version: str | None) -> bool:
+    """Whether the engine's release plans step N+1 while step N runs: a request arriving during step N
+    then starts in step N+2 (one step later than a synchronous scheduler starts it). Only a stated
+    version turns it on (an unstated one keeps the engine's own behaviour, as its factors do)."""
+    parsed = parse_version(version)
+    return engine.name == "vllm" and parsed is not None and parsed >= VLLM_ASYNC_SCHEDULING_DEFAULT
+
+
 def is_vllm_v0(engine: EngineProfile, version: str | None) -> bool:
     parsed = parse_version(version)
     return engine.name == "vllm" and parsed is not None and parsed < VLLM_V1_DEFAULT

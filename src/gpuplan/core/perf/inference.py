@@ -7,6 +7,7 @@ and ``rate`` in ``perf/scenarios.py``, the closed loop ``concurrency`` in ``perf
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -90,8 +91,22 @@ class ReplicaModel:
         return replica_capacity(self.step, self.memory, workload)
 
     def run(self, workload: Workload) -> tuple[float, float, float, float]:
-        """(TTFT s, TPOT s, output tokens/s of this replica, requests running) for a per-replica workload."""
-        return SCENARIO_RUNS[workload.scenario](self.step, self.memory, workload)
+        """(TTFT s, TPOT s, output tokens/s of this replica, requests running) for a per-replica workload.
+        TTFT includes the request's host time outside the steps and, where the release schedules one
+        step ahead and the replica is busy, the one step an arrival waits longer (``first_token_delay_s``)."""
+        ttft, tpot, tokens_per_s, running = SCENARIO_RUNS[workload.scenario](self.step, self.memory, workload)
+        others = {"rate": running, "concurrency": max(running - 1.0, 0.0)}.get(workload.scenario, 0.0)
+        return ttft + first_token_delay_s(self.step, others, tpot), tpot, tokens_per_s, running
+
+
+def first_token_delay_s(step: StepModel, others: float, step_s: float) -> float:
+    """What the scenario models leave out of TTFT: the host time outside the steps, plus one step when
+    the release plans each step during the previous one and the engine is busy when the request
+    arrives: with probability 1 − e^(−N) for N other requests in the system, as
+    ``scenarios.step_boundary_wait_s`` (none for a lone request, a static batch or an offline queue,
+    which find the engine idle or are timed from the run's start)."""
+    ahead = (1.0 - math.exp(-others)) * step_s if step.schedules_ahead else 0.0
+    return step.first_token_host_s + ahead
 
 
 def predict_inference(

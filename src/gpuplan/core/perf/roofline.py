@@ -37,7 +37,12 @@ from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf import speculative
-from gpuplan.core.perf.engine_profiles import EngineProfile, batching_limits, unchunked_prefill_tokens
+from gpuplan.core.perf.engine_profiles import (
+    EngineProfile,
+    batching_limits,
+    schedules_ahead,
+    unchunked_prefill_tokens,
+)
 from gpuplan.core.perf.engine_releases import is_mla_moe, release_line
 from gpuplan.core.perf.expert_parallel import allreduce_group, alltoall_terms_s, imbalance_factor
 from gpuplan.core.perf.layout import Layout
@@ -61,6 +66,14 @@ def _line_name(engine: str, version: str | None) -> str | None:
         return None
     line = release_line(engine, version)
     return line.name if line is not None else None
+
+
+def host_step_s(overhead_s: float, engine: EngineProfile, layout: Layout) -> float:
+    """The engine's per-step host time (scheduling, input preparation) that the GPU waits for: all of
+    it for a synchronous scheduler, none where the release plans each step while the previous one runs
+    (vLLM's async scheduling "helps to avoid gaps in GPU utilization", ``SchedulerConfig.async_scheduling``
+    docstring, https://github.com/vllm-project/vllm/pull/32775), as long as a step outlasts its planning."""
+    return 0.0 if schedules_ahead(engine, layout.engine_version) else overhead_s
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,10 @@ class StepModel:
     """Busiest expert-parallel rank's routed work over the mean (``expert_parallel.imbalance_factor``)."""
     alltoall_terms_s: tuple[float, float] = (0.0, 0.0)
     """(fixed, per token) seconds of a stage's MoE dispatches and combines (``expert_parallel``)."""
+    first_token_host_s: float = 0.0
+    """Host time of a request outside the steps, before its first token (``ReleaseFactors``)."""
+    schedules_ahead: bool = False
+    """The release plans each step during the previous one (``engine_profiles.schedules_ahead``)."""
     proposer: StepModel | None = None
     """The speculative proposer's own step model (a draft model, or one MTP/EAGLE layer), built on the
     same GPUs and TP without speculation; None without speculation or for ``ngram``."""
@@ -134,7 +151,8 @@ class StepModel:
             kv_dtype=layout.resolved_kv_dtype,
             allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
             allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
-            overhead_s=cal.overhead(engine.name) + layer_step_s * model.num_layers,
+            overhead_s=host_step_s(cal.overhead(engine.name), engine, layout)
+            + layer_step_s * model.num_layers,
             prefill_launch_s=cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
             lm_head_flops_per_token=arith.lm_head_flops_per_token(model),
@@ -147,6 +165,8 @@ class StepModel:
             routed_flops_per_token=arith.routed_flops_per_token(model),
             expert_imbalance=imbalance_factor(layout),
             alltoall_terms_s=alltoall_terms_s(model, gpu, layout, intra_bytes_per_s=ep_link_bw),
+            first_token_host_s=release.first_token_host_s,
+            schedules_ahead=schedules_ahead(engine, layout.engine_version),
             proposer=None if draft is None else cls.build(draft, gpu, speculative.own_layout(layout), cal),
         )
 

@@ -56,6 +56,11 @@ class ReplicaLimits:
     reserve_full: bool
     swap: bool
     swap_s_per_token: float
+    ahead: bool = False
+    """The engine plans each step during the previous one: a step admits only requests that reached
+    the engine before the previous step began (``engine_profiles.schedules_ahead``)."""
+    host_s: float = 0.0
+    """Host time between a request's send and the engine seeing it (``StepModel.first_token_host_s``)."""
 
 
 class Replica:
@@ -83,6 +88,7 @@ class Replica:
         self.fresh: dict[int, None] = {}
         self.swapped: set[int] = set()
         self.last_decode_s = math.nan
+        self.began = 0.0
 
     @property
     def load(self) -> int:
@@ -108,12 +114,15 @@ class Replica:
         growth = self._growth()
         if self.role != "decode" or self.waiting:  # a decode replica recomputes its own preempted
             budget = self.lim.max_tokens - (n_dec if self.lim.chunked else 0)
-            chunk = self._plan_prefill(budget, now, growth)
+            ahead = self.lim.ahead and self.busy_until != math.inf  # an idle engine plans at once
+            chunk = self._plan_prefill(budget, now, growth, self.began if ahead else math.inf)
+            if not chunk and not n_dec and ahead:  # nothing planned ahead: the engine idles, then plans
+                chunk = self._plan_prefill(budget, now, growth, math.inf)
             if chunk and not self.lim.chunked:
                 n_dec = 0
         if not n_dec and not chunk:
             return None
-        self._chunk, self._n_dec = chunk, n_dec
+        self._chunk, self._n_dec, self.began = chunk, n_dec, now
         if n_dec:
             self.kv_used += growth
         self._dt = extra_s + self._step_time(chunk, n_dec)
@@ -191,10 +200,11 @@ class Replica:
             self._join(rid)
         return cost
 
-    def _plan_prefill(self, budget: int, now: float, growth: int) -> list[tuple[int, int]]:
-        """This step's prefill chunk: partly prefilled prompts first, then new admissions while the KV
-        pool keeps ``growth`` slots free for this step's decodes. A step that preempted admits nothing
-        new (vLLM's scheduler), or the victim would be readmitted at once and evicted again."""
+    def _plan_prefill(self, budget: int, now: float, growth: int, seen_by: float) -> list[tuple[int, int]]:
+        """This step's prefill chunk: partly prefilled prompts first, then new admissions, among the
+        requests the engine saw by ``seen_by``, while the KV pool keeps ``growth`` slots free for this
+        step's decodes. A step that preempted admits nothing new (vLLM's scheduler), or the victim would
+        be readmitted at once and evicted again."""
         chunk: list[tuple[int, int]] = []
         for rid in self.prefilling:
             if budget <= 0:
@@ -212,6 +222,8 @@ class Replica:
             need = self._slots(tokens)
             work = self._prefill_work(rid)
             if self.kv_used + need + growth > lim.kv_tokens or (not lim.chunked and chunk and work > budget):
+                break
+            if self.book.arrival_s[rid] + lim.host_s > seen_by:
                 break
             self.waiting.popleft()
             self._allocate(rid, tokens, need, now)

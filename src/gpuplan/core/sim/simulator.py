@@ -73,6 +73,8 @@ def replica_limits(replica: ReplicaModel, config: SimConfig) -> ReplicaLimits:
         reserve_full=reservation == "full",
         swap=config.preemption == "swap",
         swap_s_per_token=mem.kv_bytes_per_token / host_link,
+        ahead=step.schedules_ahead,
+        host_s=step.first_token_host_s,
     )
 
 
@@ -156,6 +158,8 @@ class _Loop:
         self.now = 0.0
         self.rejected = 0
         self.next_open = 0
+        self.host_s = replica.step.first_token_host_s
+        """A request reaches the engine this long after its client sent it (the book keeps the send)."""
         self._seed_arrivals()
 
     def _replicas(self, replica: ReplicaModel, prefill: ReplicaModel | None) -> list[Replica]:
@@ -187,7 +191,7 @@ class _Loop:
         if clients is not None:
             gap_s = self.req.closed_loop_ramp_s / clients
             for rid in range(min(clients, len(self.req))):
-                heapq.heappush(self.pending, (rid * gap_s, 0, rid))
+                heapq.heappush(self.pending, (rid * gap_s + self.host_s, 0, rid))
                 self.book.arrival_s[rid] = rid * gap_s
             self.next_open = min(clients, len(self.req))
 
@@ -259,7 +263,7 @@ class _Loop:
             rid = self.next_open
             self.next_open += 1
             self.book.arrival_s[rid] = t
-            heapq.heappush(self.pending, (t, 0, rid))
+            heapq.heappush(self.pending, (t + self.host_s, 0, rid))
 
     def _step_end(self, rep: Replica, t: float) -> None:
         finished: list[int] = []
@@ -283,7 +287,7 @@ class _Loop:
         reps = self.replicas
         max_events, max_t = self.cfg.max_events, self.cfg.max_sim_time_s
         while True:
-            t_open = arrivals[i] if open_loop and i < n else math.inf
+            t_open = arrivals[i] + self.host_s if open_loop and i < n else math.inf
             t_pend = self.pending[0][0] if self.pending else math.inf
             rep = reps[0] if len(reps) == 1 else self._next_step_end()
             t = min(t_open, t_pend, rep.busy_until)

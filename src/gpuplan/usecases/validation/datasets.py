@@ -5,6 +5,10 @@ MLPerf rows name the dataset (``benchmark=`` in notes) but not the lengths;
 were available, their percentiles, with sources. The analytic model runs the means; the simulator
 resamples the percentiles, because a P99 TTFT or TPOT under Poisson load is set by the long prompts
 and the spread of answer lengths, which fixed lengths at the mean leave out.
+
+Load-sweep rows that sampled a named dataset (``dataset=ShareGPT``) state their run's means only;
+``data/validation/run_lengths.yaml`` holds the per-request length shape of a published run of the same
+sampler, which the simulator resamples scaled to the row's means (``run_length_shape``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,42 @@ class DatasetLengths(FrozenModel):
         cap = self.max_output_tokens or max(scaled)
         answers = tuple(min(v, cap) for v in scaled)
         return LengthDist(kind="empirical", values=inputs), LengthDist(kind="empirical", values=answers)
+
+
+class RunLengths(FrozenModel):
+    """One entry of ``run_lengths.yaml``: the length shape of a published run of a dataset sampler."""
+
+    dataset: str
+    sampler: str
+    samples: int = Field(ge=1)
+    source: str
+    input_tokens_percentiles: tuple[Token, ...] = Field(min_length=2)
+    output_tokens_percentiles: tuple[Token, ...] = Field(min_length=2)
+    note: str = ""
+
+    def scaled_to(self, input_mean: int, output_mean: int) -> tuple[LengthDist, LengthDist]:
+        """(prompt, answer) distributions of this shape with the given means, each atom >= 1 token."""
+        return _scaled(self.input_tokens_percentiles, input_mean), _scaled(
+            self.output_tokens_percentiles, output_mean
+        )
+
+
+def _scaled(atoms: tuple[int, ...], mean: int) -> LengthDist:
+    scale = mean / (sum(atoms) / len(atoms))
+    return LengthDist(kind="empirical", values=tuple(max(round(v * scale), 1) for v in atoms))
+
+
+@lru_cache(maxsize=1)
+def _run_lengths() -> dict[str, RunLengths]:
+    text = read_bundled_text("validation", "run_lengths.yaml")
+    entries = (RunLengths.model_validate(e) for e in yaml.safe_load(text))
+    return {e.dataset.lower(): e for e in entries}
+
+
+def run_length_shape(case: Case) -> RunLengths | None:
+    """The length shape of the dataset a row's run sampled (``dataset=`` in its notes), if the table has it."""
+    named = case.note("dataset")
+    return _run_lengths().get(named.strip().lower()) if named else None
 
 
 @lru_cache(maxsize=1)

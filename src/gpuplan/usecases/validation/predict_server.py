@@ -13,8 +13,9 @@ Replicas of a row are identical and MLPerf's harness spreads queries evenly, so 
 simulated at ``rate / replicas`` (Poisson thinning keeps it Poisson), or with ``C / replicas``
 clients. Rows that name a benchmark dataset (``benchmark=`` in the notes) take its lengths from
 ``data/validation/server_datasets.yaml``, over any the row states: resampled from its percentiles where the table
-has them, else fixed at its means. Other rows run their own lengths fixed, as fixed-length
-benchmarks do.
+has them, else fixed at its means. Rows of a run that sampled a dataset (``dataset=ShareGPT``) resample
+that dataset's length shape (``data/validation/run_lengths.yaml``) scaled to their own means. Other rows
+run their own lengths fixed, as fixed-length benchmarks do.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, gen
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.usecases.validation.cases import Case, Skip
-from gpuplan.usecases.validation.datasets import dataset_of, row_lengths
+from gpuplan.usecases.validation.datasets import dataset_of, row_lengths, run_length_shape
 from gpuplan.usecases.validation.layouts import row_layouts
 
 REQUESTS_PER_RUN = 1200
@@ -134,9 +135,7 @@ class SimulatedRow:
         if not any_metric and case.metric not in THROUGHPUT_METRICS and latency is None:
             raise Skip(f"metric {case.metric} is not predicted by the simulator")
         inp, out = row_lengths(case)
-        table = dataset_of(case)
-        fixed = LengthDist(kind="fixed", value=max(inp, 1)), LengthDist(kind="fixed", value=out)
-        lengths = (table.distributions() if table is not None else None) or fixed
+        lengths = _row_distributions(case, inp, out)
         mean = Workload(scenario="offline", input_tokens=inp, output_tokens=out)
         longest = max(lengths[0].values or (inp,)) + max(lengths[1].values or (out,))
         replica, replicas = _replica(case, model, gpu, cal, mean, longest)
@@ -172,6 +171,19 @@ class SimulatedRow:
     def run(self, arrival: ArrivalSpec, requests: int) -> SimSummary:
         run = simulate(self.replica, generate(self.workload(arrival, requests)), _CONFIG)
         return summarise(run, warmup_fraction=WARMUP_FRACTION)
+
+
+def _row_distributions(case: Case, inp: int, out: int) -> tuple[LengthDist, LengthDist]:
+    """The lengths a row's run sampled: its MLPerf dataset's percentiles, else the shape of the dataset
+    its sweep sampled scaled to its means, else its own lengths fixed (a fixed-length benchmark)."""
+    table = dataset_of(case)
+    from_table = table.distributions() if table is not None else None
+    if from_table is not None:
+        return from_table
+    shape = run_length_shape(case)
+    if shape is not None:
+        return shape.scaled_to(inp, out)
+    return LengthDist(kind="fixed", value=max(inp, 1)), LengthDist(kind="fixed", value=out)
 
 
 def is_llmperf_itl(case: Case) -> bool:

@@ -35,6 +35,12 @@ from gpuplan.usecases.validation.predict_server import (
     statistic,
     throughput,
 )
+from gpuplan.usecases.validation.run_conditions import (
+    cached_prompt_share,
+    launch_limits,
+    replayed_after_first_level,
+    sample_fits_pool,
+)
 
 SEED = 2025
 """One fixed seed: every load level of a sweep sees the same prompt sequence, as a benchmark
@@ -99,8 +105,19 @@ def _simulate_run(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) 
         num_requests=max(prompts, 1),
         seed=SEED,
     )
-    summary = summarise(simulate(row.replica, generate(spec), _SWEEP_CONFIG))
+    summary = summarise(simulate(row.replica, generate(spec), sweep_config(case, row, prompts)))
     return summary, row.replicas, row.output_mean, summary.requests_per_s / max(row.offline_rps, 1e-12)
+
+
+def sweep_config(case: Case, row: SimulatedRow, prompts: int) -> SimConfig:
+    """The run's engine as its notes state it (``run_conditions``): launch limits over the engine's
+    defaults, and the prefix cache holding the replayed sample after the first level (one replica
+    only: with several, a prompt may land on another replica than last time)."""
+    hit = 0.0
+    fits = sample_fits_pool(row.lengths[0], prompts, row.replica.memory.kv_tokens)
+    if row.replicas == 1 and replayed_after_first_level(case) and fits:
+        hit = cached_prompt_share(row.lengths[0], row.replica.step.engine.block_size_tokens)
+    return _SWEEP_CONFIG.model_copy(update={**launch_limits(case), "prefix_cache_hit_rate": hit})
 
 
 def _arrival(case: Case, replicas: int) -> ArrivalSpec:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
@@ -10,8 +12,10 @@ from gpuplan.core.calibration.serving import ReleaseFactors
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_releases import NEWEST, is_mla_moe, release_line, version_of
+from gpuplan.core.perf.inference import SCENARIO_RUNS, ReplicaModel, first_token_delay_s
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.roofline import StepModel
+from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
 
 
@@ -65,3 +69,32 @@ def test_unstated_versions_and_other_models_keep_the_engine_factors() -> None:
     llama = get_model("meta-llama/Llama-3.1-70B")
     tuned = _step(llama, h200, "0.7.4", ReleaseFactors(mla_moe_efficiency=0.5, mla_moe_layer_step_s=1e-4))
     assert tuned.overhead_s == _step(llama, h200, "0.7.4", ReleaseFactors()).overhead_s
+
+
+def test_async_scheduling_hides_the_step_overhead_from_vllm_0_14(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    cal = default_calibration()
+    sync = StepModel.build(llama8b, h100, Layout(engine="vllm", engine_version="0.13.0"), cal)
+    ahead = StepModel.build(llama8b, h100, Layout(engine="vllm", engine_version="0.14.1"), cal)
+    unstated = StepModel.build(llama8b, h100, Layout(engine="vllm"), cal)
+    assert (sync.schedules_ahead, ahead.schedules_ahead, unstated.schedules_ahead) == (False, True, False)
+    assert sync.overhead_s == pytest.approx(cal.overhead("vllm"))
+    assert ahead.overhead_s == 0.0  # the host plans step N+1 while step N runs on the GPU
+    assert ahead.decode_s(batch=8, context=1000) == pytest.approx(
+        sync.decode_s(batch=8, context=1000) - sync.overhead_s
+    )
+
+
+def test_the_first_token_waits_the_host_time_and_one_planned_step(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    host_s = 0.008
+    lines = {"vllm-v1": ReleaseFactors(first_token_host_s=host_s)}
+    cal = default_calibration().model_copy(update={"release_lines": lines})
+    layout = Layout(engine="vllm", engine_version="0.14.1")
+    replica = ReplicaModel.build(llama8b, h100, layout, context_tokens=4096, cal=cal)
+    lone = Workload(scenario="single", input_tokens=512, output_tokens=128)
+    bare = SCENARIO_RUNS["single"](replica.step, replica.memory, lone)
+    assert replica.run(lone)[0] == pytest.approx(bare[0] + host_s)  # an idle engine: no step to wait
+    busy = Workload(scenario="rate", rate_rps=5.0, input_tokens=512, output_tokens=128)
+    ttft, tpot, _, running = replica.run(busy)
+    plain = SCENARIO_RUNS["rate"](replica.step, replica.memory, busy)[0]
+    assert ttft == pytest.approx(plain + host_s + (1 - math.exp(-running)) * tpot)
+    assert first_token_delay_s(replica.step, 0.0, tpot) == pytest.approx(host_s)

@@ -8,6 +8,7 @@ from validation_row_factory import llama8b_row
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases.validation.cases import Case
+from gpuplan.usecases.validation.datasets import run_length_shape
 from gpuplan.usecases.validation.layouts import row_engine_version
 from gpuplan.usecases.validation.predict import predict_case
 from gpuplan.usecases.validation.predict_sweep import finite_prompts
@@ -90,3 +91,31 @@ def test_the_report_splits_errors_by_regime() -> None:
     ]
     regimes = summarise(rows).by_regime
     assert "single" in regimes and sum(s.n for by in regimes.values() for s in by.values()) == 2
+
+
+def test_a_sharegpt_run_resamples_the_published_length_shape_at_its_own_means() -> None:
+    row = llama8b_row("ttft_ms_p50", scenario="rate", request_rate="1", input_len="207", output_len="198",
+                      notes="dataset=ShareGPT | client: vllm bench serve --num-prompts 300")  # fmt: skip
+    shape = run_length_shape(row)
+    assert shape is not None and shape.samples == 200
+    prompts, answers = shape.scaled_to(207, 198)
+    assert prompts.mean_tokens == pytest.approx(207, rel=0.01)
+    assert answers.mean_tokens == pytest.approx(198, rel=0.01)
+    assert max(prompts.values or ()) > 3 * 207  # the tail a fixed length leaves out
+    fixed = llama8b_row("ttft_ms_p50", notes="dataset=random")
+    assert run_length_shape(fixed) is None
+
+
+def test_replayed_prompts_are_cached_after_the_first_level() -> None:
+    replay = (
+        "framework_reported=vLLM 0.14.1 | client: vllm bench serve --num-prompts 200 | --enable-prefix-caching "
+        "| prefix caching on and the same 200 prompts replayed at QPS 1, 4, 16 on one server, so TTFT after "
+        "the first (QPS 1) run may include prefix-cache hits"
+    )
+    cold = _predict(_row("ttft_ms_p50", scenario="rate", load="1", notes=replay))
+    warm = _predict(_row("ttft_ms_p50", scenario="rate", load="1.01", notes=replay))
+    uncached = _predict(
+        _row("ttft_ms_p50", scenario="rate", load="1.01", notes=replay.replace("replayed", "sent"))
+    )
+    assert warm < 0.7 * cold  # 512-token prompts: 496 tokens found cached, 16 computed
+    assert uncached == pytest.approx(cold, rel=0.05)
