@@ -79,6 +79,15 @@ def version_of(raw: str | None) -> Version:
     return OLDEST if year and int(year.group(1)) <= LAST_V0_YEAR else NEWEST
 
 
+def check_engine_version(raw: str) -> str:
+    """A version a user states (``0.14.1``, ``v0.8.3``, ``0.7.4.dev181+gf35f8e22``), stripped; ValueError
+    for text that names no major.minor (an unknown version would silently read as the newest line)."""
+    text = raw.strip()
+    if parse_version(text) is None:
+        raise ValueError(f"{raw!r} is not an engine version: give major.minor[.patch], e.g. 0.14.1 or v0.8.3")
+    return text
+
+
 def release_line(engine: str, version: str | None) -> ReleaseLine | None:
     """The engine's line holding ``version`` (None for engines without lines)."""
     at = version_of(version)

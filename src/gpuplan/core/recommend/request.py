@@ -41,6 +41,10 @@ class SearchSpace(FrozenModel):
     tp_options: tuple[int, ...] = (1, 2, 4, 8)
     pp_options: tuple[int, ...] = (1, 2, 4, 8)
     engine: str = "vllm"
+    engine_version: str | None = Field(
+        default=None,
+        description="the engine release every layout runs (its release line); None: the engine's own",
+    )
     speculative: Speculative | None = Field(default=None, description="speculative decoding of every layout")
     max_usd_per_hour: float | None = Field(default=None, gt=0)
     headroom: float = Field(
@@ -176,7 +180,8 @@ class PlanLayoutKeys(FrozenModel):
     """A plan's layout as the flat keys of the JSON contract (docs/json.md), in their order: GPUs in
     all, TP and PP of a replica, replicas, the weight dtype and the KV dtype the layout resolves to,
     then the expert-parallel and attention data-parallel degrees (1 in plans written before them) and
-    the speculative decoding (null when off, and in plans written before it)."""
+    the speculative decoding (null when off, and in plans written before it), and the engine and its
+    release (``vllm`` and null in plans written before them)."""
 
     count: int
     tp: int
@@ -188,6 +193,11 @@ class PlanLayoutKeys(FrozenModel):
     attention_dp: int = 1
     speculative: Speculative | None = Field(
         default=None, description="speculative decoding of the plan (core/perf/speculative.py); null: off"
+    )
+    engine: str = Field(default="vllm", description="the serving engine the plan was sized for")
+    engine_version: str | None = Field(
+        default=None,
+        description="the engine release it was sized for (--engine-version); null: the engine's own factors",
     )
 
     @model_validator(mode="after")
@@ -203,16 +213,19 @@ class PlanLayoutKeys(FrozenModel):
     def of(cls, layout: Layout) -> PlanLayoutKeys:
         """The keys of ``layout``: its fields of the same names (dtypes by name), all its GPUs, the
         name of its resolved KV dtype."""
-        same = layout.model_dump(include={"tp", "pp", "replicas", "weight_dtype", "ep", "attention_dp"})
+        same = layout.model_dump(
+            include={"tp", "pp", "replicas", "weight_dtype", "ep", "attention_dp", "engine_version"}
+        )
         return cls(
             count=layout.num_gpus,
             kv_dtype=layout.resolved_kv_dtype.name,
             speculative=layout.speculative,
+            engine=layout.engine.name,
             **same,
         )
 
     def to_layout(self) -> Layout:
-        """The layout these keys describe (its engine is not in them: the default)."""
+        """The layout these keys describe."""
         return Layout(**self.model_dump(exclude={"count"}))
 
 

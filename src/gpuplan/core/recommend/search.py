@@ -79,7 +79,12 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
                 if tp * pp > space.max_gpus:
                     continue
                 layout = Layout(
-                    tp=tp, pp=pp, weight_dtype=dtype, engine=space.engine, speculative=space.speculative
+                    tp=tp,
+                    pp=pp,
+                    weight_dtype=dtype,
+                    engine=space.engine,
+                    engine_version=space.engine_version,
+                    speculative=space.speculative,
                 )
                 try:
                     check_layout(model, gpu, layout)
@@ -107,6 +112,7 @@ def wide_ep_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace, dtype: s
             attention_dp=ranks,
             weight_dtype=dtype,
             engine=space.engine,
+            engine_version=space.engine_version,
             speculative=space.speculative,
         )
         try:

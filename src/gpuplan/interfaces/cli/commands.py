@@ -173,12 +173,13 @@ def predict(
     spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
     draft_model: feature_flags.DraftModelOpt = None,
     prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
+    engine_version: feature_flags.EngineVersionOpt = None,
 ) -> None:
     """Latency, throughput and cost of one deployment on one workload (a ``training`` section: step time
     and memory). Reads simulate's document, its ``workload`` only (``arrival``, ``simulation``, ``sla``: simulate's)."""
     text = read_scenario_text(scenario)
     features = resolve.DeploymentFeatures(
-        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate
+        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate, engine_version
     )
     if is_training_document(text):
         refuse_flags((" by a training scenario", "drop them"), **features.given())
@@ -235,9 +236,10 @@ def recommend(
     spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
     draft_model: feature_flags.DraftModelOpt = None,
     prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
+    engine_version: feature_flags.EngineVersionOpt = None,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
-    spec = (spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate)
+    spec = (spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate, engine_version)
     features = resolve.DeploymentFeatures(*spec)
     train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
     flags, sure = ServingFlags.of(locals(), features=features), uncertainty_from(interval, confidence)
