@@ -57,6 +57,8 @@ in its order, less ``data`` (too generic to be a prompt)."""
 ANSWER_COLUMNS = ("completion", "response", "output", "answer", "chosen", "target")
 """Columns holding a reference answer, whose length is the request's output length."""
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
+METADATA_FILES = frozenset({"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"})
+"""JSON files of a dataset folder that describe it rather than hold rows."""
 INSTALL_HINT = "pip install 'gpuplan[datasets]' (the datasets library reads Hugging Face datasets from disk)"
 LOCAL_ONLY_HINT = (
     "gpuplan reads Hugging Face datasets from local disk only: save one with Dataset.save_to_disk(DIR), or "
@@ -100,7 +102,7 @@ def _data_files(root: Path) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     for path in sorted(root.rglob("*")):
         hidden = any(part.startswith(".") for part in path.relative_to(root).parts)
-        if path.is_file() and path.suffix in DATA_SUFFIXES and not hidden:
+        if path.is_file() and path.suffix in DATA_SUFFIXES and not hidden and path.name not in METADATA_FILES:
             found.setdefault(_split_of(path), []).append(path)
     return found
 

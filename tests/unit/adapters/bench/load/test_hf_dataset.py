@@ -82,7 +82,10 @@ def test_a_hub_repository_layout_reads_its_subset_and_split(tmp_path: Path) -> N
     }
     for split, items in rows.items():
         parquet.write_table(pyarrow.Table.from_pylist(items), main / f"{split}-00000-of-00001.parquet")
+    (tmp_path / "gsm8k" / "main" / "dataset_infos.json").write_text('{"main": {}}', encoding="utf-8")
     assert _load(tmp_path / "gsm8k", subset="main", split="test") == [("a b", 3)]
+    with pytest.raises(UserInputError, match=r"has the splits test, train: name one"):  # no metadata split
+        _load(tmp_path / "gsm8k", subset="main")
     numbered = tmp_path / "converted" / "default" / "train"  # the Hub's parquet conversion: NNNN.parquet
     numbered.mkdir(parents=True)
     parquet.write_table(pyarrow.Table.from_pylist(rows["train"]), numbered / "0000.parquet")
