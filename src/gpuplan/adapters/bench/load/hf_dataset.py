@@ -2,10 +2,12 @@
 --dataset-path DIR``, ``vllm bench serve``'s names; its ``--hf-split``, ``--hf-subset``,
 ``--hf-output-len``). Nothing is fetched: ``DIR`` is read as it is on disk.
 
-Where the rows come from (the ``datasets`` extra: ``pip install 'gpuplan[datasets]'``):
+Where the rows come from (read with pyarrow, the ``hfdata`` extra: ``pip install 'gpuplan[hfdata]'``; the
+``datasets`` library itself is not needed, nor imported, and it would bring ``huggingface_hub``):
 
-- a ``save_to_disk`` folder (``state.json``, or ``dataset_dict.json`` for several splits): read by
-  ``datasets.load_from_disk``;
+- a ``save_to_disk`` folder: ``state.json`` naming its Arrow stream files (``data-00000-of-00001.arrow``),
+  or ``dataset_dict.json`` listing its splits, one such folder each; that is the format
+  ``datasets.Dataset.save_to_disk`` writes and ``load_from_disk`` reads;
 - a folder of data files, as a dataset repository downloaded from the Hub holds them
   (``data/train-00000-of-00001.parquet``, ``test.jsonl``, ``default/train/0000.parquet``): ``*.parquet``
   (pyarrow), ``*.jsonl`` and ``*.json`` (JSON lines, or one JSON list of rows). A file's split is its name
@@ -31,7 +33,6 @@ skipped; the rest are shuffled with ``--seed`` (vLLM shuffles its HF datasets wi
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -59,37 +60,22 @@ ANSWER_COLUMNS = ("completion", "response", "output", "answer", "chosen", "targe
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
 METADATA_FILES = frozenset({"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"})
 """JSON files of a dataset folder that describe it rather than hold rows."""
-INSTALL_HINT = "pip install 'gpuplan[datasets]' (the datasets library reads Hugging Face datasets from disk)"
+INSTALL_HINT = "pip install 'gpuplan[hfdata]' (pyarrow: it reads the Arrow and Parquet files of a dataset)"
 LOCAL_ONLY_HINT = (
     "gpuplan reads Hugging Face datasets from local disk only: save one with Dataset.save_to_disk(DIR), or "
     "download the dataset repository (huggingface-cli download --repo-type dataset ID --local-dir DIR)"
 )
 
 
-def _offline() -> None:
-    """Tell the Hugging Face libraries that nothing is to be fetched (nothing here reaches the Hub)."""
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def _datasets() -> Any:
-    """The ``datasets`` library; missing: one line naming the extra."""
-    _offline()
+def _pyarrow() -> Any:
+    """pyarrow with its ``ipc`` and ``parquet`` modules; missing: one line naming the extra."""
     try:
-        import datasets
-    except ImportError:
-        raise UserInputError("--dataset-name hf needs the datasets library", hint=INSTALL_HINT) from None
-    return datasets
-
-
-def _parquet() -> Any:
-    """``pyarrow.parquet`` (installed with ``datasets``)."""
-    _offline()
-    try:
+        import pyarrow
+        import pyarrow.ipc
         import pyarrow.parquet
     except ImportError:
-        raise UserInputError("--dataset-name hf needs the datasets library", hint=INSTALL_HINT) from None
-    return pyarrow.parquet
+        raise UserInputError("--dataset-name hf needs pyarrow", hint=INSTALL_HINT) from None
+    return pyarrow
 
 
 def _split_of(path: Path) -> str:
@@ -121,7 +107,7 @@ def _pick(splits: Iterable[str], split: str | None, where: str) -> str:
 def _file_rows(path: Path) -> list[Any]:
     if path.suffix == ".parquet":
         try:
-            rows: list[Any] = _parquet().read_table(path).to_pylist()
+            rows: list[Any] = _pyarrow().parquet.read_table(path).to_pylist()
         except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
             raise FileFormatError(f"{path}: not a readable Parquet file ({exc})") from None
         return rows
@@ -137,15 +123,47 @@ def _file_rows(path: Path) -> list[Any]:
         raise FileFormatError(f"{path}: not JSON lines or a JSON list of rows ({exc})") from None
 
 
-def _disk_rows(root: Path, split: str | None) -> list[Any]:
-    """The rows of a ``save_to_disk`` folder (one dataset, or a dict of splits)."""
-    data = _datasets().load_from_disk(str(root), keep_in_memory=True)
-    if hasattr(data, "keys"):  # a DatasetDict
-        data = data[_pick(data.keys(), split, str(root))]
-    elif split is not None:
-        raise UserInputError(f"--hf-split {split!r}: {root} holds one dataset, not splits (drop --hf-split)")
-    rows: list[Any] = data.to_list()
+def _json_file(path: Path) -> dict[str, Any]:
+    """A JSON object file of a ``save_to_disk`` folder."""
+    try:
+        value = jsontext.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FileFormatError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(value, dict):
+        raise FileFormatError(f"{path}: expected a JSON object, as save_to_disk writes")
+    return value
+
+
+def _arrow_rows(path: Path) -> list[Any]:
+    """The rows of one ``save_to_disk`` shard (an Arrow IPC stream)."""
+    arrow = _pyarrow()
+    try:
+        with arrow.memory_map(str(path)) as source:
+            rows: list[Any] = arrow.ipc.open_stream(source).read_all().to_pylist()
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise FileFormatError(f"{path}: not an Arrow stream as save_to_disk writes ({exc})") from None
     return rows
+
+
+def _disk_rows(root: Path, split: str | None) -> list[Any]:
+    """The rows of a ``save_to_disk`` folder: one dataset (``state.json``) or its splits
+    (``dataset_dict.json``, a folder per split)."""
+    if (root / "dataset_dict.json").is_file():
+        splits = _json_file(root / "dataset_dict.json").get("splits") or []
+        return _disk_rows(root / _pick(splits, split, str(root)), None)
+    if split is not None:
+        raise UserInputError(f"--hf-split {split!r}: {root} holds one dataset, not splits (drop --hf-split)")
+    state = _json_file(root / "state.json")
+    listed = state.get("_data_files")
+    files = (
+        [item.get("filename") for item in listed if isinstance(item, dict)]
+        if isinstance(listed, list)
+        else []
+    )
+    names = [name for name in files if isinstance(name, str)]
+    if not names or len(names) != len(files):
+        raise FileFormatError(f"{root / 'state.json'}: no _data_files list, as save_to_disk writes")
+    return [row for name in names for row in _arrow_rows(root / name)]
 
 
 def _rows(path: str, split: str | None, subset: str | None) -> list[Any]:

@@ -1,5 +1,9 @@
 """``--dataset-name hf``: a Hugging Face dataset read from local disk only (``save_to_disk`` folders, a
-Hub repository's Parquet/JSON files, one file), each row's prompt with its real lengths."""
+Hub repository's Parquet/JSON files, one file), each row's prompt with its real lengths.
+
+``data/sharegpt_saved`` was written by the ``datasets`` library itself (5.2.0), which gpuplan does not
+need: ``DatasetDict({"train": Dataset.from_list(TRAIN), "test": Dataset.from_list(TEST)}).save_to_disk(...)``
+with the rows of :data:`SAVED_TRAIN` and :data:`SAVED_TEST` (and an ``id`` column)."""
 
 from __future__ import annotations
 
@@ -15,9 +19,9 @@ from gpuplan.adapters.bench.load.hf_dataset import load_hf
 from gpuplan.adapters.bench.load.workload import build
 from gpuplan.core.errors import FileFormatError, UserInputError
 
-datasets = pytest.importorskip("datasets", reason="the datasets extra reads Hugging Face datasets")
-parquet = pytest.importorskip("pyarrow.parquet")
+parquet = pytest.importorskip("pyarrow.parquet", reason="the hfdata extra (pyarrow) reads the datasets")
 pyarrow = pytest.importorskip("pyarrow")
+SAVED = Path(__file__).parent / "data" / "sharegpt_saved"
 
 
 @pytest.fixture(autouse=True)
@@ -46,31 +50,43 @@ def _turn(who: str, text: str) -> dict[str, str]:
     return {"from": who, "value": text}
 
 
-SHAREGPT_ROWS = [
+SAVED_TRAIN = [
     {"conversations": [_turn("human", "what is two plus two"), _turn("gpt", "four " * 6)]},
     {"conversations": [_turn("human", "hello"), _turn("gpt", "hi there friend")]},
-    {"conversations": [_turn("human", "   "), _turn("gpt", "no prompt, skipped")]},
+    {"conversations": [_turn("human", "   "), _turn("gpt", "no prompt so skipped")]},
+]
+SAVED_TEST = [
+    {"conversations": [_turn("human", "name three colours please"), _turn("gpt", "red green blue")]}
 ]
 
 
-def test_a_saved_sharegpt_dataset_keeps_its_real_lengths(tmp_path: Path) -> None:
-    datasets.Dataset.from_list(SHAREGPT_ROWS).save_to_disk(str(tmp_path / "sg"))
-    assert sorted(_load(tmp_path / "sg")) == [("hello", 3), ("what is two plus two", 6)]
-    assert sorted(_load(tmp_path / "sg", output_len=7)) == [("hello", 7), ("what is two plus two", 7)]
+def test_a_saved_sharegpt_dataset_keeps_its_real_lengths() -> None:
+    assert sorted(_load(SAVED, split="train")) == [("hello", 3), ("what is two plus two", 6)]
+    assert _load(SAVED, split="test") == [("name three colours please", 3)]
+    assert sorted(_load(SAVED, split="train", output_len=7)) == [("hello", 7), ("what is two plus two", 7)]
+    assert sorted(_load(SAVED / "train")) == sorted(_load(SAVED, split="train"))  # one saved Dataset
 
 
-def test_a_saved_dataset_dict_needs_its_split_named(tmp_path: Path) -> None:
-    splits = {
-        "train": datasets.Dataset.from_list([{"question": "one two", "answer": "a b c"}]),
-        "test": datasets.Dataset.from_list([{"question": "three four five", "answer": "d"}]),
-    }
-    datasets.DatasetDict(splits).save_to_disk(str(tmp_path / "qa"))
-    assert _load(tmp_path / "qa", split="test") == [("three four five", 1)]
+def test_a_saved_dataset_dict_needs_its_split_named() -> None:
     with pytest.raises(UserInputError, match=r"has the splits test, train: name one") as err:
-        _load(tmp_path / "qa")
+        _load(SAVED)
     assert err.value.hint == "e.g. --hf-split test"
     with pytest.raises(UserInputError, match=r"--hf-split 'dev': .* has the splits test, train"):
-        _load(tmp_path / "qa", split="dev")
+        _load(SAVED, split="dev")
+    with pytest.raises(UserInputError, match=r"holds one dataset, not splits \(drop --hf-split\)"):
+        _load(SAVED / "train", split="train")
+
+
+def test_a_damaged_saved_dataset_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "state.json").write_text('{"_data_files": [{"filename": "data-00000-of-00001.arrow"}]}')
+    (folder / "data-00000-of-00001.arrow").write_bytes(b"not arrow")
+    with pytest.raises(FileFormatError, match="not an Arrow stream as save_to_disk writes"):
+        _load(folder)
+    (folder / "state.json").write_text('{"_fingerprint": "x"}')
+    with pytest.raises(FileFormatError, match="no _data_files list"):
+        _load(folder)
 
 
 def test_a_hub_repository_layout_reads_its_subset_and_split(tmp_path: Path) -> None:
@@ -130,11 +146,12 @@ def test_what_cannot_be_read_locally_is_one_line_naming_the_flag(tmp_path: Path)
         _load(rows, split="train")
 
 
-def test_the_load_config_takes_hf_with_its_flags_only(tmp_path: Path) -> None:
-    datasets.Dataset.from_list(SHAREGPT_ROWS).save_to_disk(str(tmp_path / "sg"))
+def test_the_load_config_takes_hf_with_its_flags_only() -> None:
     base: dict[str, object] = {"url": "http://127.0.0.1:1", "model": "m", "rate_rps": 1.0, "duration_s": 1.0}
     base |= {"input_tokens": 8, "output_tokens": 4}
-    config = LoadConfig.model_validate(base | {"dataset": "hf", "dataset_path": str(tmp_path / "sg")})
+    config = LoadConfig.model_validate(
+        base | {"dataset": "hf", "dataset_path": str(SAVED), "hf_split": "train"}
+    )
     plan = build(config)
     assert sorted(plan.request(config, i)[1:] for i in range(2)) == [(1, 3), (5, 6)]  # words in, answer out
     with pytest.raises(ValueError, match="need --dataset-path"):
