@@ -250,23 +250,39 @@ def ceiling_mode(args: argparse.Namespace) -> None:
     report(rows, pin)
 
 
+REPORT_COLUMNS = ("client", "ceiling req/s (median of repeats)", "min–max", "client CPU ms/request (median)")
+REPORT_COLUMNS += ("one core's worth, req/s (1 s / CPU per request)", "mock CPU ms/req")
+
+
 def report(rows: dict[str, list[tuple[float, float, float]]], pinned: bool) -> None:
-    print(
-        "\n| client | ceiling req/s (median of repeats) | min–max | client CPU ms/request (median) | mock CPU ms/req |"
-    )
-    print("|---|---|---|---|---|")
-    medians = {}
+    """Per tool: the median ceiling and its range, the median CPU per request and what one core would
+    serve at that cost (1 s / CPU per request: the ceiling of a client alone on its core), the mock's CPU."""
+    print("\n" + row([*REPORT_COLUMNS]) + "\n" + "|---" * len(REPORT_COLUMNS) + "|")
+    medians, cpus = {}, {}
     for name, values in rows.items():
         rps = [v[0] for v in values]
-        medians[name] = statistics.median(rps)
-        cpu = statistics.median(v[1] for v in values)
+        medians[name], cpus[name] = statistics.median(rps), statistics.median(v[1] for v in values)
         mock = statistics.median(v[2] for v in values)
-        print(f"| {name} | {medians[name]:,.0f} | {min(rps):,.0f}–{max(rps):,.0f} | {cpu:.3f} | {mock:.3f} |")
+        span = f"{min(rps):,.0f}–{max(rps):,.0f}"
+        print(
+            row(
+                [
+                    name,
+                    f"{medians[name]:,.0f}",
+                    span,
+                    f"{cpus[name]:.3f}",
+                    f"{1e3 / cpus[name]:,.0f}",
+                    f"{mock:.3f}",
+                ]
+            )
+        )
     ratio = medians["gpuplan"] / medians["vllm bench serve"]
+    per_request = cpus["vllm bench serve"] / cpus["gpuplan"]
     where = "client on CPU 0, mock on CPU 1" if pinned else "not pinned"
     print(
-        f"\ngpuplan / vllm bench serve ceiling: {ratio:.2f}x ({where}; load average now {os.getloadavg()[0]:.2f})"
+        f"\ngpuplan / vllm bench serve: ceiling {ratio:.2f}x, CPU per request {per_request:.2f}x less", end=""
     )
+    print(f" ({where}; load average now {os.getloadavg()[0]:.2f})")
 
 
 def main() -> None:
