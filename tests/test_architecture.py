@@ -64,6 +64,7 @@ LIBRARY_HOMES = {
     "kubernetes_validate": ("gpuplan.adapters.k8s",),
     "torch": ("gpuplan.adapters.bench",),
     "transformers": ("gpuplan.adapters.bench",),
+    "pyarrow": ("gpuplan.adapters.bench",),
     "huggingface_hub": ("gpuplan.adapters.models",),
     "yaml": ("gpuplan.data", "gpuplan.adapters", "gpuplan.usecases", "gpuplan.interfaces"),
 }

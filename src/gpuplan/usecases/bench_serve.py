@@ -4,8 +4,10 @@
 rest with the original spacing (the first missing one is due at once); the summary covers all rows.
 ``hooks`` lets the CLI follow the run (progress bar) without this layer knowing about terminals.
 
-``sweep_rates`` (one run per rate) and ``max_rate_under_slo`` (the highest rate meeting P99 limits)
-make several such runs, each stored on its own (:mod:`gpuplan.adapters.bench.load.search`).
+``sweep_rates`` (one run per rate), ``profile_sweep`` (GuideLLM's sweep: synchronous, throughput, then
+rates between; :mod:`gpuplan.adapters.bench.load.sweep_profile`) and ``max_rate_under_slo`` (the highest
+rate meeting P99 limits) make several such runs, each stored on its own
+(:mod:`gpuplan.adapters.bench.load.search`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan import __version__
-from gpuplan.adapters.bench.load import endpoint, metrics, runner, search
+from gpuplan.adapters.bench.load import endpoint, metrics, runner, search, sweep_profile
 from gpuplan.adapters.bench.load.brakes import limit_text
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.preflight import check_endpoint
@@ -219,6 +221,19 @@ def sweep_rates(
     if config is None:
         raise UserInputError("--rates cannot be combined with --resume")
     return search.sweep(config, rates_rps, _serving(store_url, hooks))
+
+
+def profile_sweep(
+    config: LoadConfig | None,
+    size: int,
+    store_url: str | None = None,
+    hooks: Hooks | None = None,
+) -> sweep_profile.SweepResult:
+    """GuideLLM's sweep of ``size`` levels over ``config``'s workload (its load is replaced level by
+    level), each level stored as :func:`serve` stores it; ``config`` None (a resumed run) is refused."""
+    if config is None:
+        raise UserInputError("--profile sweep cannot be combined with --resume")
+    return sweep_profile.profile_sweep(config, _serving(store_url, hooks), size)
 
 
 def max_rate_under_slo(
