@@ -81,6 +81,9 @@ class BenchSummary(BaseModel):
     errors: dict[str, int]
     client: ClientLateness
     server_metrics: dict[str, Any] | None = None
+    """The scraped ``/metrics``: ``before``, ``after``, ``delta``, ``timeline`` (every scrape), ``interval_s``."""
+    server_vs_client: dict[str, Any] | None = None
+    """The server's latencies, counters and load beside the client's (``server_view.side_by_side``)."""
     finish_reasons: dict[str, int] = Field(default_factory=dict)
     """Completed requests by their stream's ``finish_reason`` (``none``: the server sent none)."""
     stopped_early: int = 0
@@ -230,6 +233,7 @@ def summarise(
     session_requests: int = 0,
     server_metrics: dict[str, Any] | None = None,
     deployment: dict[str, Any] | None = None,
+    server_vs_client: dict[str, Any] | None = None,
 ) -> BenchSummary:
     """The summary of all measured (non-warm-up) records; latest record per index wins.
 
@@ -264,6 +268,7 @@ def summarise(
         errors=dict(Counter(r.error for r in measured if r.error is not None)),
         client=client,
         server_metrics=server_metrics,
+        server_vs_client=server_vs_client,
         finish_reasons=finishes,
         selected_percentiles=_selected(config, ok),
         deployment=deployment or {},
