@@ -127,8 +127,7 @@ def serve(
         len(outcome.records),
         server,
         deployment,
-        server_view.side_by_side(server, outcome.records),
-    )
+    ).model_copy(update={"server_vs_client": server_view.side_by_side(server, outcome.records)})
     store.finish_run(run_id, "stopped" if outcome.stopped else "completed", summary.model_dump(mode="json"))
     if outcome.stopped:
         raise BenchmarkError(

@@ -93,10 +93,22 @@ def scrape(url: str, timeout_s: float = 5.0) -> dict[str, Any]:
     return parsed(fetch(url, timeout_s))
 
 
+CUMULATIVE_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
+"""Samples of counters and histograms: a series first exposed during the run (a label set a server
+creates on its first request) started from 0, as Prometheus' ``increase()`` takes it."""
+
+
 def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """Before, after and the delta of every sample in both."""
-    a, b = before.get("samples", {}), after.get("samples", {})
-    delta = {k: b[k] - a[k] for k in a.keys() & b.keys()}
+    """Before, after and the delta of every sample in both, and of every counter or histogram sample that
+    appeared after the first scrape (from 0); no delta unless both scrapes succeeded."""
+    if "samples" not in before or "samples" not in after:
+        return {"before": before, "after": after, "delta": {}}
+    a, b = before["samples"], after["samples"]
+    delta = {
+        k: v - a.get(k, 0.0)
+        for k, v in b.items()
+        if k in a or k.split("{", 1)[0].endswith(CUMULATIVE_SUFFIXES)
+    }
     return {"before": before, "after": after, "delta": dict(sorted(delta.items()))}
 
 

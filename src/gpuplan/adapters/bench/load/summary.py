@@ -233,7 +233,6 @@ def summarise(
     session_requests: int = 0,
     server_metrics: dict[str, Any] | None = None,
     deployment: dict[str, Any] | None = None,
-    server_vs_client: dict[str, Any] | None = None,
 ) -> BenchSummary:
     """The summary of all measured (non-warm-up) records; latest record per index wins.
 
@@ -268,7 +267,6 @@ def summarise(
         errors=dict(Counter(r.error for r in measured if r.error is not None)),
         client=client,
         server_metrics=server_metrics,
-        server_vs_client=server_vs_client,
         finish_reasons=finishes,
         selected_percentiles=_selected(config, ok),
         deployment=deployment or {},
