@@ -60,14 +60,14 @@ START_TIMEOUT_S = 180.0
 """Import of torch + transformers and the model load: ~11 s on an idle 2-core machine."""
 INPUT_TOKENS = 24
 OUTPUT_TOKENS = 12
-TTFT_MEDIAN_EXCESS_MS = 25.0
+TTFT_MEDIAN_EXCESS_MS = 10.0
 """Most the median client TTFT may exceed the server's: the request's trip in (client send, loopback,
-uvicorn's parse) plus the first event's trip out, and the waits for a core of three busy processes
-(client, server, its model process) on 2 cores. Measured medians: +1.0 to +6.0 ms with other work on
-the machine (load average 4); a wrong clock start would be off by whole requests (tens of ms up)."""
-TTFT_MAX_EXCESS_MS = 150.0
-"""Most any one request's client TTFT may exceed the server's (worst seen: +31 ms on that loaded machine:
-a process waiting for a core)."""
+uvicorn's parse) plus the first event's trip out. Measured medians +1.3 to +2.4 ms (server pinned to one
+core, client to the other, other work on the machine: load average 4); unpinned, up to +20 ms. A wrong
+clock start (the scheduled send, a connect) would be off by whole requests."""
+TTFT_MAX_EXCESS_MS = 100.0
+"""Most any one request's client TTFT may exceed the server's (worst seen pinned: +12 ms; unpinned on
+that loaded machine: +37 ms, a process waiting for a core)."""
 CLOCK_EPS_MS = 0.05
 
 
@@ -105,6 +105,15 @@ def _build_model(out: Path) -> None:
     with torch.no_grad():
         model.lm_head.weight[1].zero_()
     model.save_pretrained(out)
+
+
+def _cores() -> tuple[set[int], set[int]]:
+    """(server's cores, client's cores): the last core for the server and its model process, the others
+    for the client (as the engine was measured against packet captures, issue 23); no split on one core."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cores) < 2:
+        return set(cores), set(cores)
+    return {cores[-1]}, set(cores[:-1])
 
 
 def _free_port() -> int:
@@ -149,6 +158,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     args += ["--device", "cpu", "--dtype", "float32", "--log-level", "warning"]
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    if server := _cores()[
+        0
+    ]:  # at once, while it imports torch: its model process, started later, inherits it
+        os.sched_setaffinity(proc.pid, server)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc, log)
@@ -160,6 +173,17 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+@pytest.fixture()
+def client_cores() -> Iterator[None]:
+    """This process (the client) on the cores the server does not use, for the test; restored after."""
+    before = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    if before:
+        os.sched_setaffinity(0, _cores()[1])
+    yield
+    if before:
+        os.sched_setaffinity(0, before)
 
 
 def _bench(invoke: Invoke, url: str, model: str, store: str, *extra: str) -> dict[str, Any]:
@@ -182,6 +206,7 @@ def _text_gaps_ms(server: dict[str, Any]) -> list[float]:
     return [(b - a) * 1e3 for a, b in itertools.pairwise(times)]
 
 
+@pytest.mark.usefixtures("client_cores")
 def test_one_at_a_time_each_request_agrees_with_the_server(
     engine: tuple[str, str], invoke: Invoke, tmp_path: Path
 ) -> None:
@@ -215,6 +240,7 @@ def _same_request(c: RequestRecord, s: dict[str, Any]) -> float:
     return float(excess)
 
 
+@pytest.mark.usefixtures("client_cores")
 def test_metrics_scraped_during_a_concurrent_chat_run_match_the_server(
     engine: tuple[str, str], invoke: Invoke, tmp_path: Path
 ) -> None:
