@@ -56,7 +56,7 @@ LIBRARY_HOMES = {
     "typer": ("gpuplan.interfaces.cli",),
     "fastapi": ("gpuplan.interfaces.web",),
     "uvicorn": ("gpuplan.interfaces.web",),
-    "prometheus_client": ("gpuplan.interfaces.web",),
+    "prometheus_client": ("gpuplan.interfaces.web", "gpuplan.adapters.bench.load"),
     "starlette": ("gpuplan.interfaces.web",),
     "plotly": ("gpuplan.interfaces.plots",),
     "sqlalchemy": ("gpuplan.adapters.store",),

@@ -34,8 +34,13 @@ DurationOpt = Annotated[
     ),
 ]
 PromptsOpt = Annotated[Path | None, typer.Option(help='JSONL prompts ({"prompt": ...} per line), in turn')]
-ScrapeOpt = Annotated[bool, typer.Option("--scrape-metrics", help="scrape URL/metrics before/after")]
+ScrapeOpt = Annotated[
+    bool, typer.Option("--scrape-metrics", help="scrape URL/metrics before, during and after the run")
+]
 MetricsUrlOpt = Annotated[str | None, typer.Option(help="Prometheus endpoint to scrape (implies scraping)")]
+MetricsIntervalOpt = Annotated[
+    float, typer.Option("--metrics-interval-s", help="seconds between scrapes during the run")
+]
 ProgressOpt = Annotated[
     bool | None,
     typer.Option(

@@ -82,7 +82,12 @@ class LoadConfig(FrozenModel):
     trace_path: str | None = Field(default=None, description="CSV/JSONL trace replayed open loop")
     prompts_path: str | None = Field(default=None, description="JSONL prompts, used in turn")
     workers: int = Field(default=1, ge=1, le=64, description="client processes sharing the schedule")
-    metrics_url: str | None = Field(default=None, description="Prometheus /metrics scraped before and after")
+    metrics_url: str | None = Field(
+        default=None, description="Prometheus /metrics scraped before, during and after the run"
+    )
+    metrics_interval_s: float = Field(
+        default=1.0, ge=0.05, le=3600, allow_inf_nan=False, description="scrape period during the run"
+    )
     api_key: str | None = Field(
         default=None, repr=False, description="sent as Authorization: Bearer; never stored or printed"
     )
