@@ -246,8 +246,9 @@ def _plan_table(result: TrainPlanResult) -> None:
 
 def _breakdown_table(title: str, names: list[str], steps: list[StepPrediction]) -> None:
     """One row per plan: the parts of its step (``StepPrediction.breakdown``: compute, exposed
-    communication, pipeline bubble, optimizer and other), which add up to its step time."""
-    columns = ["plan", "compute", "comm DP", "comm TP/CP/EP/PP", "bubble", "optimizer", "other"]
+    communication, pipeline bubble, optimizer, QLoRA dequantisation and host launch time the GPU waits
+    for), which add up to its step time."""
+    columns = ["plan", "compute", "comm DP", "comm TP/CP/EP/PP", "bubble", "optimizer", "dequant", "host"]
     rows = [
         [name, *[seconds for _, seconds in step.breakdown()]] for name, step in zip(names, steps, strict=True)
     ]

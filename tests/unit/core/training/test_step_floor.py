@@ -9,8 +9,8 @@ import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
-from gpuplan.core.training.spec import TrainingJob, TrainingLayout
 from gpuplan.core.calibration.training import BALANCE_EXPONENT
+from gpuplan.core.training.spec import TrainingJob, TrainingLayout
 from gpuplan.core.training.step import (
     FUSED_LAUNCH_SHARE,
     HOST_PASSES,

@@ -120,5 +120,5 @@ def test_breakdown_groups_rows_by_framework_class_and_method() -> None:
 
 
 def test_an_unknown_by_key_names_the_flag() -> None:
-    with pytest.raises(UserInputError, match="--by .*vendor.*is not one of framework, class"):
+    with pytest.raises(UserInputError, match=r"--by .*vendor.*is not one of framework, class"):
         parse_by("framework,vendor")
