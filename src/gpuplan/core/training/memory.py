@@ -61,6 +61,8 @@ __all__ = [
     "OPTIMIZER_BYTES_PURE",
     "PAGED_OPTIMIZERS",
     "SIXTEEN_BIT_BYTES",
+    "STRANDED_TRANSIENTS",
+    "ZERO_BUCKETS_WITH_OVERLAP",
     "Counting",
     "MemoryOptions",
     "TrainingMemory",

@@ -49,6 +49,7 @@ from gpuplan.usecases.train_intervals import with_training_intervals
 from gpuplan.usecases.training_plan import TrainPlan
 
 __all__ = [
+    "InterNodeGbpsOpt",
     "MethodOpt",
     "TrainFlags",
     "predict_training_scenario",

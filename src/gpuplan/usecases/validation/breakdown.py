@@ -19,10 +19,10 @@ from gpuplan.usecases.validation.report import GroupStats, stats
 
 __all__ = ["BY_KEYS", "breakdown", "grouped", "parse_by"]
 
-MODEL_CLASS = "class"
-BY_KEYS = ("framework", MODEL_CLASS, "method", "gpu", "model")
+_MODEL_CLASS = "class"
+BY_KEYS = ("framework", _MODEL_CLASS, "method", "gpu", "model")
 """What ``--by`` groups on: CSV columns, and ``class`` (dense / MoE)."""
-UNKNOWN = "?"
+_UNKNOWN = "?"
 
 
 def parse_by(raw: str) -> tuple[str, ...]:
@@ -39,15 +39,15 @@ def parse_by(raw: str) -> tuple[str, ...]:
 
 def _model_class(model_id: str) -> str:
     if not model_id:
-        return UNKNOWN
+        return _UNKNOWN
     try:
         return "moe" if get_model(model_id).moe is not None else "dense"
     except GpuplanError:
-        return UNKNOWN
+        return _UNKNOWN
 
 
 def _value(case: Case, key: str) -> str:
-    return _model_class(case.get("model")) if key == MODEL_CLASS else case.get(key) or UNKNOWN
+    return _model_class(case.get("model")) if key == _MODEL_CLASS else case.get(key) or _UNKNOWN
 
 
 def breakdown(cases: Sequence[Case], rows: Sequence[RowResult], by: Sequence[str]) -> list[GroupStats]:
