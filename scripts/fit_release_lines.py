@@ -1,6 +1,6 @@
 """Refit the engine release-line factors on the load sweeps and write them into the bundled calibration.
 
-Run: ``python scripts/fit_release_lines.py ../shared/validation/serving_sweeps.csv`` (about two minutes
+Run: ``python scripts/fit_release_lines.py ../shared/validation/serving_sweeps.csv`` (about five minutes
 on a 2-core machine). Only ``release_lines`` of ``src/gpuplan/data/calibration/calibration.yaml``
 changes; the other factors keep their ``inference.csv`` fit. Method: ``usecases/calibration/release_lines.py``.
 """

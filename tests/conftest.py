@@ -4,7 +4,22 @@ the real-engine test (``tests/integration/test_real_engine.py``: no ``engine`` e
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Never reach the Hugging Face Hub, in any test: unknown model ids must fail locally and fast (only
+    127.0.0.1 is ever a target). ``huggingface_hub`` is installed wherever the ``engine`` extra is
+    (transformers brings it); a test of the Hub path patches the lookup it needs itself."""
+    import gpuplan.adapters.models.registry as registry
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(registry, "_hub_config", lambda _repo_id: None)
+    yield
+
 
 ENGINE_SKIP_MARK = "REAL ENGINE NOT TESTED"
 """The start of the real-engine test's skip reason (``test_real_engine.SKIP_REASON``)."""

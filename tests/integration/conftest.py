@@ -40,16 +40,6 @@ class Run:
 Invoke = Callable[..., Run]
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Never reach the Hugging Face Hub: unknown model ids must fail locally and fast."""
-    import gpuplan.adapters.models.registry as registry
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(registry, "_hub_config", lambda _repo_id: None)
-    yield
-
-
 @pytest.fixture()
 def invoke(monkeypatch: pytest.MonkeyPatch) -> Invoke:
     """Run ``gpuplan ARGS`` in-process; assert that no Python exception escaped (a crash).

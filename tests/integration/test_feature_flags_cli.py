@@ -173,3 +173,21 @@ def test_an_engine_release_in_the_file_and_on_the_line_is_refused(user_error: An
     assert "engine_version" in user_error(
         "predict", str(bad)
     ) and "'newest' is not an engine version" in user_error("predict", str(bad))
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [("1.", "'1.' is not an engine version"), ("99999.1", "'99999.1' is not an engine version")],
+)
+def test_a_version_no_release_line_holds_is_refused(user_error: Any, version: str, message: str) -> None:
+    assert message in user_error("predict", str(PREDICT), "--engine-version", version)
+
+
+def test_a_plan_file_with_a_bad_release_is_refused(user_error: Any, invoke: Any, tmp_path: Path) -> None:
+    run = invoke(*TINY_8B, "--rate", "1", "--gpus", "H100-SXM", "-f", "json")
+    assert run.exit_code == 0, run.stderr
+    plan = json.loads(run.stdout)
+    plan["plans"][0]["engine_version"] = "garbage"
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    assert "'garbage' is not an engine version" in user_error("tco", str(path), "--load-growth", "2")

@@ -25,7 +25,7 @@ from gpuplan.adapters.scenario_files.deployment import (
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.engine_releases import check_engine_version
+from gpuplan.core.perf.engine_releases import check_engine_version, engine_family
 from gpuplan.core.perf.inference import check_context_window, check_generative
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.core.perf.speculative import Speculative, check_speculative
@@ -210,6 +210,11 @@ class DeploymentFeatures:
     prefix_hit_rate: float | None = None
     engine_version: str | None = None
 
+    @classmethod
+    def of(cls, given: Mapping[str, Any]) -> DeploymentFeatures:
+        """The features among a command's parameters (``locals()``), by field name."""
+        return cls(**{name: given[name] for name in FEATURE_FLAGS})
+
     def given(self) -> dict[str, object]:
         """The flags given, by field name."""
         return {name: getattr(self, name) for name in FEATURE_FLAGS if getattr(self, name) is not None}
@@ -291,7 +296,7 @@ def _engine_version_flag(sc: DeploymentDocument, version: str | None) -> dict[st
     if sc.engine_version is not None:
         raise UserInputError("--engine-version: the scenario file gives engine_version", hint=_ONE_SOURCE)
     try:
-        return {"engine_version": check_engine_version(version)}
+        return {"engine_version": check_engine_version(version, engine_family(sc.engine))}
     except ValueError as exc:
         raise UserInputError(f"--engine-version {exc}", hint="e.g. --engine-version 0.14.1") from None
 

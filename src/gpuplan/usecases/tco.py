@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from gpuplan.adapters.catalog.loader import Catalog
+from gpuplan.adapters.scenario_files.deployment import describe_validation_error
 from gpuplan.core import jsontext
 from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError, UserInputError
@@ -74,9 +75,14 @@ def read_plan_file(path: Path) -> Recommendation:
         rec = Recommendation.model_validate(jsontext.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError) as exc:
         raise FileFormatError(f"cannot read {path}: {exc}") from None
-    except (ValueError, ValidationError):
+    except ValidationError as exc:
         raise FileFormatError(
-            f"{path}: not a 'gpuplan recommend --format json' answer",
+            f"{path}: not a 'gpuplan recommend --format json' answer ({describe_validation_error(exc, 1)})",
+            hint="pass the recommend JSON, or --gpu",
+        ) from None
+    except ValueError:
+        raise FileFormatError(
+            f"{path}: not a 'gpuplan recommend --format json' answer (not JSON)",
             hint="pass the recommend JSON, or --gpu",
         ) from None
     if not rec.plans:

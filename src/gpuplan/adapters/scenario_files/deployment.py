@@ -30,7 +30,7 @@ from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
 from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
-from gpuplan.core.perf.engine_releases import check_engine_version
+from gpuplan.core.perf.engine_releases import check_engine_version, engine_family
 from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.perf.speculative import MAX_DRAFT_TOKENS, SpecMethod
 from gpuplan.core.recommend.request import LAYOUT_KINDS, LayoutKind
@@ -121,11 +121,24 @@ class DeploymentDocument(FiniteModel):
     max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
     speculative: SpeculativeSection | None = None
 
+    @field_validator("engine_version", mode="before")
+    @classmethod
+    def _written_as_text(cls, value: Any) -> Any:
+        """A YAML number is refused: 0.10 reads as the number 0.1."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            raise PydanticCustomError(
+                "engine_version",
+                "write the version in quotes, e.g. '0.10.1' (YAML reads 0.10 as the number 0.1)",
+            )
+        return value
+
     @field_validator("engine_version")
     @classmethod
-    def _a_version(cls, value: str | None) -> str | None:
+    def _a_version_of_the_engine(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
         try:
-            return None if value is None else check_engine_version(value)
+            return check_engine_version(value, engine_family(info.data.get("engine", "vllm")))
         except ValueError as exc:
             raise PydanticCustomError("engine_version", str(exc)) from None
 
@@ -292,7 +305,8 @@ def describe_validation_error(
     parts = []
     for err in errors[:limit]:
         loc = _typed_name(".".join(_one_line(str(p)) for p in err["loc"]), names or {})
-        parts.append(f"{loc}: {_one_line(err['msg'])}" if loc else _one_line(err["msg"]))
+        msg = _one_line(str(err["msg"]).removeprefix("Value error, "))  # pydantic's wrapper of our own words
+        parts.append(f"{loc}: {msg}" if loc else msg)
     more = len(errors) - limit
     return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 

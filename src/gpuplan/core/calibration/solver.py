@@ -99,8 +99,9 @@ def solve_bounded(
     *,
     max_evals: int = 40,
     f_scale: float | None = None,
-) -> tuple[np.ndarray, float]:
-    """Bounded least squares (``SIMULATED_DIFF_STEP``); the solution and the rms of its residuals.
+) -> tuple[np.ndarray, float, float]:
+    """Bounded least squares (``SIMULATED_DIFF_STEP``); the solution, the rms of its residuals and the
+    loss it minimised (``least_squares``' cost: half the sum of the loss of each residual).
     ``f_scale``: the ``soft_l1`` loss with that residual scale (residuals well beyond it weigh like
     their absolute value, not its square), else plain squares."""
     fit = least_squares(
@@ -112,4 +113,4 @@ def solve_bounded(
         loss="linear" if f_scale is None else "soft_l1",
         f_scale=f_scale or 1.0,
     )
-    return fit.x, float(np.sqrt(np.mean(fit.fun**2)))
+    return fit.x, float(np.sqrt(np.mean(fit.fun**2))), float(fit.cost)

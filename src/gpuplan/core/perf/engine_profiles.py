@@ -7,7 +7,7 @@ performance and memory models read are kept here.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -187,12 +187,23 @@ https://github.com/vllm-project/vllm/issues/27679; the DigitalOcean vLLM 0.14.1 
 https://github.com/DO-Solutions/gtc-2026-doks/blob/541db4ef3094ca810331a007ed9454e4fe46b3c8/dev/vllm/benchmarks/phase0/20260224-185458/report.md)."""
 
 
-def schedules_ahead(engine: EngineProfile, version: str | None) -> bool:
+ASYNC_SPECULATION = ("eagle", "mtp")
+"""The speculative methods vLLM keeps async scheduling on with; it turns it off for the others
+(https://github.com/vllm-project/vllm/pull/31998) and for pipeline parallelism (supported later:
+https://github.com/vllm-project/vllm/pull/32359)."""
+
+
+def schedules_ahead(engine: EngineProfile, version: str | None, layout: Any = None) -> bool:
     """Whether the engine's release plans step N+1 while step N runs: a request arriving during step N
     then starts in step N+2 (one step later than a synchronous scheduler starts it). Only a stated
-    version turns it on (an unstated one keeps the engine's own behaviour, as its factors do)."""
+    version turns it on (an unstated one keeps the engine's own behaviour, as its factors do); not with
+    pipeline stages or a proposer other than ``ASYNC_SPECULATION`` (``layout``: a ``Layout``)."""
     parsed = parse_version(version)
-    return engine.name == "vllm" and parsed is not None and parsed >= VLLM_ASYNC_SCHEDULING_DEFAULT
+    if not (engine.name == "vllm" and parsed is not None and parsed >= VLLM_ASYNC_SCHEDULING_DEFAULT):
+        return False
+    spec = None if layout is None else layout.speculative
+    staged = layout is not None and layout.pp > 1
+    return not staged and (spec is None or spec.method in ASYNC_SPECULATION)
 
 
 def is_vllm_v0(engine: EngineProfile, version: str | None) -> bool:

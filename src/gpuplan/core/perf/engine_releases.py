@@ -2,21 +2,26 @@
 
 A release line is a range of an engine's versions that schedule and price a step alike. What the
 line changes is fitted as few named factors per line (``ReleaseFactors`` in ``Calibration.release_lines``, fitted by
-``scripts/fit_release_lines.py`` on the light-load points of the load sweeps, each with its
-provenance), never per row:
+``scripts/fit_release_lines.py`` on the medians of the load sweeps at every level, each with its
+provenance; ``usecases/calibration/release_lines.py``), never per row:
 
 * ``efficiency``: the line's kernels and scheduler on every model, relative to its engine's fitted
   ``engine_efficiency`` (vLLM's V1 engine against the V0 releases that ``inference.csv`` measured);
+* ``first_token_host_s``: a request's host time before the engine sees it (HTTP, tokenization, the
+  hand-off to the engine core), on every model;
 * ``mla_moe_efficiency``: the math rate (GEMM and attention FLOP/s, not weight streaming) of models
   with multi-head latent attention and fine-grained MoE (DeepSeek-V2/V3 and their like), whose
   block-FP8 grouped GEMMs and MLA kernels were young in early-2025 lines
   (vLLM 0.7 ran block-FP8 through Triton; SGLang 0.4 and TensorRT-LLM's PyTorch flow 0.17 likewise);
 * ``mla_moe_layer_step_s``: for those models, host time per transformer layer of every step (eager
   kernel launches where the line did not capture CUDA graphs for them, Python scheduling), so a step
-  pays ``layers × mla_moe_layer_step_s`` on top of its roofline.
+  pays ``layers × mla_moe_layer_step_s`` on top of its roofline;
+* ``mla_moe_first_token_host_s``: for those models, time to the first token spent off the decode
+  steps' path (each early DeepSeek line rests on one load sweep: the factor is what the sweep's medians
+  need, not a measured host cost).
 
-A version the table does not know reads as the engine's newest line. No version at all (a Layout
-without ``engine_version``, the default of ``predict`` and ``recommend``) keeps the engine's own factors,
+A Layout's ``engine_version`` picks the line (``check_engine_version`` refuses one outside every
+line). No version at all (the default of ``predict`` and ``recommend``) keeps the engine's own factors,
 fitted on ``inference.csv`` (``core/perf/roofline.py``): a user names the version they run to get its
 line's factors.
 """
@@ -26,9 +31,10 @@ from __future__ import annotations
 import re
 
 from gpuplan.core.calibration.serving import Calibration
+from gpuplan.core.errors import UnknownNameError
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.engine_profiles import VLLM_V1_DEFAULT, EngineProfile, parse_version, schedules_ahead
+from gpuplan.core.perf.engine_profiles import VLLM_V1_DEFAULT, get_engine, parse_version
 from gpuplan.core.perf.layout import Layout
 
 Version = tuple[int, int]
@@ -81,13 +87,40 @@ def version_of(raw: str | None) -> Version:
     return OLDEST if year and int(year.group(1)) <= LAST_V0_YEAR else NEWEST
 
 
-def check_engine_version(raw: str) -> str:
-    """A version a user states (``0.14.1``, ``v0.8.3``, ``0.7.4.dev181+gf35f8e22``), stripped; ValueError
-    for text that names no major.minor (an unknown version would silently read as the newest line)."""
+_VERSION = re.compile(r"^v?\d{1,3}\.\d{1,3}(\.\d{1,4})?([.+-]?[0-9A-Za-z][0-9A-Za-z.+-]*)?$")
+"""major.minor[.patch][suffix]: ``0.14.1``, ``v0.8.3``, ``0.7.4.dev181+gf35f8e22``, ``1.0.0rc2``."""
+
+
+def check_engine_version(raw: str, engine: str | None = None) -> str:
+    """A version a user states, stripped; ValueError for text that is no version or, with ``engine``,
+    one outside every release line gpuplan knows of that engine (it would silently read as the newest)."""
     text = raw.strip()
-    if parse_version(text) is None:
+    if not _VERSION.match(text) or parse_version(text) is None:
         raise ValueError(f"{raw!r} is not an engine version: give major.minor[.patch], e.g. 0.14.1 or v0.8.3")
+    lines = [line for line in RELEASE_LINES if line.engine == engine]
+    if engine is not None and not lines:
+        raise ValueError(f"gpuplan has no release lines of {engine}: leave the version out")
+    if lines and release_line(engine or "", text) is None:
+        raise ValueError(f"{text} is in no release line of {engine}: {', '.join(_spans(lines))}")
     return text
+
+
+def engine_family(name: str) -> str | None:
+    """The engine's canonical name (``tensorrt-llm`` → ``trtllm``), None for a name gpuplan does not know
+    (its own error names it where the engine is resolved)."""
+    try:
+        return get_engine(name).name
+    except UnknownNameError:
+        return None
+
+
+def _spans(lines: list[ReleaseLine]) -> list[str]:
+    """``vllm-v0 (0.0-0.8)``, … (the open line's end as ``on``)."""
+
+    def v(at: Version) -> str:
+        return "on" if at == OPEN else f"{at[0]}.{at[1]}"
+
+    return [f"{line.name} ({v(line.first)}-{v(line.until)})" for line in lines]
 
 
 def release_line(engine: str, version: str | None) -> ReleaseLine | None:
@@ -124,9 +157,9 @@ def line_name(engine: str, version: str | None) -> str | None:
     return line.name if line is not None else None
 
 
-def host_step_s(overhead_s: float, engine: EngineProfile, version: str | None) -> float:
-    """The engine's per-step host time (scheduling, input preparation) that the GPU waits for: all of
-    it for a synchronous scheduler, none where the release plans each step while the previous one runs
-    (vLLM's async scheduling "helps to avoid gaps in GPU utilization", ``SchedulerConfig.async_scheduling``
-    docstring, https://github.com/vllm-project/vllm/pull/32775), as long as a step outlasts its planning."""
-    return 0.0 if schedules_ahead(engine, version) else overhead_s
+def host_step_s(overhead_s: float, gpu_s: float, *, ahead: bool) -> float:
+    """The engine's per-step host time (scheduling, input preparation) the GPU waits for: all of it for a
+    synchronous scheduler; where the release plans each step while the previous one runs (vLLM's async
+    scheduling "helps to avoid gaps in GPU utilization", ``SchedulerConfig.async_scheduling`` docstring,
+    https://github.com/vllm-project/vllm/pull/32775), only what outlasts the step's GPU work."""
+    return max(overhead_s - gpu_s, 0.0) if ahead else overhead_s

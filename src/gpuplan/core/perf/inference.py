@@ -100,13 +100,15 @@ class ReplicaModel:
 
 
 def first_token_delay_s(step: StepModel, others: float, step_s: float) -> float:
-    """What the scenario models leave out of TTFT: the host time outside the steps, plus one step when
-    the release plans each step during the previous one and the engine is busy when the request
-    arrives: with probability 1 − e^(−N) for N other requests in the system, as
-    ``scenarios.step_boundary_wait_s`` (none for a lone request, a static batch or an offline queue,
-    which find the engine idle or are timed from the run's start)."""
-    ahead = (1.0 - math.exp(-others)) * step_s if step.schedules_ahead else 0.0
-    return step.first_token_host_s + ahead
+    """What the scenario models leave out of TTFT: the host time outside the steps, and where the release
+    plans each step during the previous one: one step more when the engine is busy as the request
+    arrives (with probability 1 − e^(−N) for N other requests in the system, as
+    ``scenarios.step_boundary_wait_s``), else the step's planning, which nothing hides on an idle engine
+    (a lone request, a static batch and an offline queue find it idle or are timed from the run's start)."""
+    if not step.schedules_ahead:
+        return step.first_token_host_s
+    busy = 1.0 - math.exp(-others)
+    return step.first_token_host_s + busy * step_s + (1.0 - busy) * min(step.overhead_s, step_s)
 
 
 def predict_inference(

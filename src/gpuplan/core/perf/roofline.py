@@ -130,8 +130,7 @@ class StepModel:
             kv_dtype=layout.resolved_kv_dtype,
             allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
             allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
-            overhead_s=host_step_s(cal.overhead(engine.name), engine, layout.engine_version)
-            + layer_step_s * model.num_layers,
+            overhead_s=cal.overhead(engine.name) + layer_step_s * model.num_layers,
             prefill_launch_s=cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
             lm_head_flops_per_token=arith.lm_head_flops_per_token(model),
@@ -145,7 +144,7 @@ class StepModel:
             expert_imbalance=imbalance_factor(layout),
             alltoall_terms_s=alltoall_terms_s(model, gpu, layout, intra_bytes_per_s=ep_link_bw),
             first_token_host_s=host_s,
-            schedules_ahead=schedules_ahead(engine, layout.engine_version),
+            schedules_ahead=schedules_ahead(engine, layout.engine_version, layout),
             proposer=None if draft is None else cls.build(draft, gpu, speculative.own_layout(layout), cal),
         )
 
@@ -245,8 +244,12 @@ class StepModel:
         )
 
     def _decode_pass_s(self, batch: float, context: float, queries: int) -> float:
-        """One pass over ``queries`` new tokens of each of ``batch`` sequences: weights stream once, each
-        sequence's KV is read once, GEMM and attention math scale with the tokens."""
+        """One pass over ``queries`` new tokens of each of ``batch`` sequences, with the host's step time."""
+        return self._with_host_s(self._decode_gpu_s(batch, context, queries))
+
+    def _decode_gpu_s(self, batch: float, context: float, queries: int = 1) -> float:
+        """The same pass on the GPUs alone: weights stream once, each sequence's KV is read once, GEMM and
+        attention math scale with the tokens."""
         pp = self.layout.pp
         micro = max(batch / pp, 1.0)
         ctx = max(int(context), 1)
@@ -257,20 +260,26 @@ class StepModel:
             tokens * self._cached("attn", ctx),
             micro * self._cached("kv", ctx),
         )
-        return pp * stage + self.overhead_s
+        return pp * stage
+
+    def _with_host_s(self, gpu_s: float) -> float:
+        """A step of ``gpu_s`` on the GPUs plus the engine's host time per step (scheduling, input
+        preparation): all of it where the host plans a step only after the last one ended; where the
+        release plans each step while the previous one runs, only what outlasts the GPU's work
+        (``host_step_s``)."""
+        return gpu_s + host_step_s(self.overhead_s, gpu_s, ahead=self.schedules_ahead)
 
     def _proposer_s(self, batch: float, context: float) -> float:
         """One proposer pass at this batch, without the host step overhead (it runs inside the step)."""
         draft = self.proposer
-        return 0.0 if draft is None else draft.decode_s(batch=batch, context=context) - draft.overhead_s
+        return 0.0 if draft is None else draft._decode_gpu_s(batch, context)
 
     def _proposer_prefill_s(self, tokens: float, prompt_tokens: float, cached_tokens: float) -> float:
         """The proposer's share of a prefill step (it builds its own KV over the prompt)."""
         draft = self.proposer
         if draft is None or tokens <= 0:
             return 0.0
-        step_s = draft.prefill_s(tokens=tokens, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens)
-        return step_s - draft.overhead_s - draft.prefill_launch_s
+        return draft._prefill_gpu_s(tokens, prompt_tokens, cached_tokens)
 
     def prefill_s(
         self, *, tokens: float, prompt_tokens: float, cached_tokens: float = 0.0, one_prompt: bool = False
@@ -278,11 +287,17 @@ class StepModel:
         """A prefill step of ``tokens`` prompt tokens drawn from prompts of ``prompt_tokens`` each, of
         which ``cached_tokens`` per prompt were found in the prefix cache (computed: the rest, attending
         over the whole prompt). ``one_prompt``: the tokens are one prompt's, on one attention-DP rank."""
+        gpu_s = self._prefill_gpu_s(tokens, prompt_tokens, cached_tokens, one_prompt)
+        extra_s = self._proposer_prefill_s(tokens, prompt_tokens, cached_tokens)
+        return self._with_host_s(gpu_s + self.prefill_launch_s + extra_s)
+
+    def _prefill_gpu_s(
+        self, tokens: float, prompt_tokens: float, cached_tokens: float, one_prompt: bool = False
+    ) -> float:
+        """The prefill step's passes on the GPUs alone (no host time, no kernel-launch time)."""
         gemm = self._prefill_gemm_flops(tokens, prompt_tokens - cached_tokens)
         attn = self._prefill_attention_flops(tokens, prompt_tokens, cached_tokens)
-        stage = self._stage_s(tokens, gemm, attn, 0.0, one_prompt)
-        extra_s = self._proposer_prefill_s(tokens, prompt_tokens, cached_tokens)
-        return self.layout.pp * stage + self.overhead_s + self.prefill_launch_s + extra_s
+        return self.layout.pp * self._stage_s(tokens, gemm, attn, 0.0, one_prompt)
 
     def lone_prefill_s(self, prompt_tokens: int, cached_tokens: int = 0) -> float:
         """One prompt alone, split into steps of at most ``prefill_step_tokens`` (vLLM chunked prefill,
@@ -368,7 +383,7 @@ class StepModel:
             + self._prefill_attention_flops(prefill_tokens, prompt_tokens, cached_tokens),
             micro * self._cached("kv", ctx),
         )
-        mixed_s = pp * stage + self.overhead_s + self.prefill_launch_s
+        mixed_s = self._with_host_s(pp * stage + self.prefill_launch_s)
         if spec is None:
             return mixed_s
         chunk_s = mixed_s - self._decode_pass_s(batch, context, queries)

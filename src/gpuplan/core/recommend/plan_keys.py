@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.perf.engine_releases import check_engine_version, engine_family
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.speculative import Speculative
 
@@ -29,6 +30,16 @@ class PlanLayoutKeys(FrozenModel):
     )
     engine: str = "vllm"
     engine_version: str | None = None
+
+    @field_validator("engine_version")
+    @classmethod
+    def _a_version_of_the_engine(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A plan file's release is checked as a scenario's (a typo must not re-plan on the newest line)."""
+        return (
+            None
+            if value is None
+            else check_engine_version(value, engine_family(info.data.get("engine", "vllm")))
+        )
 
     @model_validator(mode="after")
     def _count_is_all_gpus(self) -> PlanLayoutKeys:

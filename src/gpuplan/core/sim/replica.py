@@ -61,6 +61,9 @@ class ReplicaLimits:
     the engine before the previous step began (``engine_profiles.schedules_ahead``)."""
     host_s: float = 0.0
     """Host time between a request's send and the engine seeing it (``StepModel.first_token_host_s``)."""
+    plan_s: float = 0.0
+    """The host's planning of a step (``StepModel.overhead_s``): hidden behind the previous step where
+    ``ahead``, paid in full by the first step after the engine idled."""
 
 
 class Replica:
@@ -112,12 +115,13 @@ class Replica:
             n_dec = len(self.running)
         chunk: list[tuple[int, int]] = []
         growth = self._growth()
+        ahead = self.lim.ahead and self.busy_until != math.inf  # an idle engine plans at once
         if self.role != "decode" or self.waiting:  # a decode replica recomputes its own preempted
             budget = self.lim.max_tokens - (n_dec if self.lim.chunked else 0)
-            ahead = self.lim.ahead and self.busy_until != math.inf  # an idle engine plans at once
             chunk = self._plan_prefill(budget, now, growth, self.began if ahead else math.inf)
             if not chunk and not n_dec and ahead:  # nothing planned ahead: the engine idles, then plans
                 chunk = self._plan_prefill(budget, now, growth, math.inf)
+                ahead = False
             if chunk and not self.lim.chunked:
                 n_dec = 0
         if not n_dec and not chunk:
@@ -125,7 +129,10 @@ class Replica:
         self._chunk, self._n_dec, self.began = chunk, n_dec, now
         if n_dec:
             self.kv_used += growth
-        self._dt = extra_s + self._step_time(chunk, n_dec)
+        step_s = self._step_time(chunk, n_dec)
+        if self.lim.ahead and not ahead:  # a step planned on an idle engine: nothing hid its planning
+            step_s += min(self.lim.plan_s, step_s)
+        self._dt = extra_s + step_s
         return self._dt
 
     def _step_time(self, chunk: list[tuple[int, int]], n_dec: int) -> float:

@@ -75,6 +75,7 @@ def replica_limits(replica: ReplicaModel, config: SimConfig) -> ReplicaLimits:
         swap_s_per_token=mem.kv_bytes_per_token / host_link,
         ahead=step.schedules_ahead,
         host_s=step.first_token_host_s,
+        plan_s=step.overhead_s,
     )
 
 

@@ -183,9 +183,7 @@ def predict(
     """Latency, throughput and cost of one deployment on one workload (a ``training`` section: step time
     and memory). Reads simulate's document, its ``workload`` only (``arrival``, ``simulation``, ``sla``: simulate's)."""
     text = read_scenario_text(scenario)
-    features = resolve.DeploymentFeatures(
-        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate, engine_version
-    )
+    features = resolve.DeploymentFeatures.of(locals())
     if is_training_document(text):
         refuse_flags((" by a training scenario", "drop them"), **features.given())
         predict_training_scenario(parse_training_scenario(text, origin=str(scenario)), catalog, fmt(format))
@@ -245,8 +243,7 @@ def recommend(
     engine_version: feature_flags.EngineVersionOpt = None,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
-    spec = (spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate, engine_version)
-    features = resolve.DeploymentFeatures(*spec)
+    features = resolve.DeploymentFeatures.of(locals())
     train = TrainFlags(method, seq_len, tokens, global_batch, inter_node_gbps)
     flags, sure = ServingFlags.of(locals(), features=features), uncertainty_from(interval, confidence)
     files, basis = _Files(calibration, catalog, format, plot), (provider, price_basis)

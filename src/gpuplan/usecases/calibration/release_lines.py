@@ -84,7 +84,7 @@ def line_rows(cases: Sequence[Case]) -> dict[str, list[Case]]:
 
 
 def fit_release_lines(cases: Sequence[Case], catalog: Catalog, cal: Calibration) -> dict[str, ReleaseFactors]:
-    """Factors of every release line that has sweep rows, each fitted on its own light-load rows."""
+    """Factors of every release line that has sweep rows, each fitted on its own rows (``line_rows``)."""
     return {name: _fit_line(name, rows, catalog, cal) for name, rows in sorted(line_rows(cases).items())}
 
 
@@ -102,7 +102,7 @@ def _fit_line(name: str, rows: list[Case], catalog: Catalog, cal: Calibration) -
     fits = [
         solve_bounded(residuals, x0, lower, upper, f_scale=RESIDUAL_SCALE) for x0 in fit_starts(fields, rows)
     ]
-    solution, rms = min(fits, key=lambda fit: fit[1])
+    solution, rms, _ = min(fits, key=lambda fit: fit[2])  # the start whose fit reached the lower loss
     note = (
         f"{len(rows)} rows ({', '.join(FIT_METRICS)}, every load level) of serving_sweeps.csv; "
         f"log residual rms {rms:.3f}"

@@ -30,9 +30,9 @@ def parse_by(raw: str) -> tuple[str, ...]:
     keys = tuple(k.strip().lower() for k in raw.split(",") if k.strip())
     unknown = [k for k in keys if k not in BY_KEYS]
     if not keys or unknown:
+        what = f"{', '.join(unknown)} is not one of" if unknown else "names no key; give one or more of"
         raise UserInputError(
-            f"--by {raw!r}: {', '.join(unknown) or 'no key'} is not one of {', '.join(BY_KEYS)}",
-            hint="e.g. --by framework,class,method",
+            f"--by {raw!r} {what} {', '.join(BY_KEYS)}", hint="e.g. --by framework,class,method"
         )
     return keys
 

@@ -19,6 +19,8 @@ from gpuplan.adapters.models import hub, registry
 from gpuplan.core.errors import UnknownNameError
 
 Handler = Callable[[httpx.Request], httpx.Response]
+REAL_HUB_LOOKUP = registry._hub_config
+"""The registry's Hub lookup as shipped: every other test runs with it stubbed out (tests/conftest.py)."""
 
 
 @pytest.fixture()
@@ -35,6 +37,7 @@ def downloads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     module.hf_hub_download = download  # type: ignore[attr-defined]
     module.get_token = lambda: "hf_secret"  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "huggingface_hub", module)
+    monkeypatch.setattr(registry, "_hub_config", REAL_HUB_LOOKUP)  # these tests are of that lookup
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     monkeypatch.delenv("HF_ENDPOINT", raising=False)

@@ -79,7 +79,7 @@ def test_predict_reads_every_limit_recommend_refuses_what_it_does_not_check() ->
         ("{num_requests: 0}", "arrival.num_requests: Input should be greater than or equal to 1"),
         (
             "{output_tokens: {kind: uniform, low: 9}}",
-            "arrival.output_tokens: Value error, a uniform length needs high",
+            "arrival.output_tokens: a uniform length needs high",
         ),
     ],
 )

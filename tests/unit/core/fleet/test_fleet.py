@@ -86,7 +86,7 @@ def test_share_and_rate_mixed_and_duplicate_names() -> None:
     [
         ("{ttft_ms: 1000, e2e_p99_ms: 9000}", "classes.0.sla.e2e_p99_ms: Extra inputs are not permitted ("),
         ('{ttft_ms: 1000, e2e_p99_ms: "x"}', "classes.0.sla.e2e_p99_ms: Extra inputs are not permitted ("),
-        ("{ttft_p99_ms: 1000}", "classes.0: Value error, class chat: fleets are sized on mean TTFT/TPOT"),
+        ("{ttft_p99_ms: 1000}", "classes.0: class chat: fleets are sized on mean TTFT/TPOT"),
     ],
 )
 def test_class_sla_refuses_e2e_as_unknown_and_points_p99s_to_recommend(sla: str, line: str) -> None:

@@ -122,3 +122,5 @@ def test_breakdown_groups_rows_by_framework_class_and_method() -> None:
 def test_an_unknown_by_key_names_the_flag() -> None:
     with pytest.raises(UserInputError, match=r"--by .*vendor.*is not one of framework, class"):
         parse_by("framework,vendor")
+    with pytest.raises(UserInputError, match=r"--by ' , ' names no key; give one or more of framework"):
+        parse_by(" , ")

@@ -163,7 +163,7 @@ def sweep_size(profile: str | None, rate_rps: float | None, all_at_once: bool) -
     if rate_rps is None:
         return sweep_profile.DEFAULT_SWEEP_SIZE
     low, high = sweep_profile.MIN_SWEEP_SIZE, sweep_profile.MAX_SWEEP_SIZE
-    if rate_rps != int(rate_rps) or not low <= rate_rps <= high:
+    if not low <= rate_rps <= high or rate_rps != int(rate_rps):  # nan and inf fail the range first
         raise UserInputError(
             f"--rate {rate_rps:g} with --profile sweep is the number of levels (GuideLLM's), "
             f"a whole number from {low} to {high}",

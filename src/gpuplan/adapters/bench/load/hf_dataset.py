@@ -60,7 +60,9 @@ ANSWER_COLUMNS = ("completion", "response", "output", "answer", "chosen", "targe
 DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
 METADATA_FILES = frozenset({"dataset_info.json", "dataset_infos.json", "dataset_dict.json", "state.json"})
 """JSON files of a dataset folder that describe it rather than hold rows."""
-INSTALL_HINT = "pip install 'gpuplan[hfdata]' (pyarrow: it reads the Arrow and Parquet files of a dataset)"
+INSTALL_HINT = (
+    "from the clone: .venv/bin/pip install -e '.[hfdata]' (pyarrow reads a dataset's Arrow/Parquet files)"
+)
 LOCAL_ONLY_HINT = (
     "gpuplan reads Hugging Face datasets from local disk only: save one with Dataset.save_to_disk(DIR), or "
     "download the dataset repository (huggingface-cli download --repo-type dataset ID --local-dir DIR)"
@@ -111,7 +113,10 @@ def _file_rows(path: Path) -> list[Any]:
         except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
             raise FileFormatError(f"{path}: not a readable Parquet file ({exc})") from None
         return rows
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:  # UTF-16 exports, binary files
+        raise FileFormatError(f"{path}: not a UTF-8 text file ({exc})") from None
     try:
         whole = jsontext.loads(text) if path.suffix == ".json" and text.lstrip().startswith("[") else None
         return (

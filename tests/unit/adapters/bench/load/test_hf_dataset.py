@@ -89,6 +89,14 @@ def test_a_damaged_saved_dataset_is_one_line_naming_the_file(tmp_path: Path) -> 
         _load(folder)
 
 
+def test_a_file_that_is_not_utf8_is_one_line_naming_it(tmp_path: Path) -> None:
+    folder = tmp_path / "utf16"
+    folder.mkdir()
+    (folder / "train.jsonl").write_bytes('{"prompt": "x"}\n'.encode("utf-16"))  # a UTF-16 export
+    with pytest.raises(FileFormatError, match=r"train\.jsonl: not a UTF-8 text file"):
+        _load(folder)
+
+
 def test_a_hub_repository_layout_reads_its_subset_and_split(tmp_path: Path) -> None:
     main = tmp_path / "gsm8k" / "main"
     main.mkdir(parents=True)

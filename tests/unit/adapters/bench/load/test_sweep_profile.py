@@ -110,6 +110,8 @@ def test_profile_flags_read_rate_as_the_number_of_levels() -> None:
     cases = {
         ("sweep", 2.5, False): "--rate 2.5 with --profile sweep is the number of levels",
         ("sweep", 2.0, False): "a whole number from 3 to 100",
+        ("sweep", float("nan"), False): "--rate nan with --profile sweep is the number of levels",
+        ("sweep", float("inf"), False): "--rate inf with --profile sweep is the number of levels",
         ("sweep", None, True): "drop --request-rate inf",
         ("throughput", None, False): "GuideLLM's throughput is --request-rate inf --num-prompts N",
         ("fast", None, False): "--profile 'fast': the only profile is sweep",
