@@ -121,20 +121,39 @@ def timeline(points: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
     return {"t_s": [t for t, _ in points], "series": series, "errors": errors}
 
 
+MAX_TIMELINE_POINTS = 600
+"""Scrapes kept for the timeline between the first and the last: a long run keeps every 2^k-th (an hour
+at the 1 s default: every 8th), so a run's memory and stored summary stay bounded (a vLLM exposition
+has ~500 series: 600 points are ~300,000 numbers)."""
+
+
 class Scraper:
     """Scrapes ``url`` once at :meth:`start`, every ``interval_s`` in a thread while the run goes on, and
-    once at :meth:`stop`, which returns ``{before, after, delta, timeline}``."""
+    once at :meth:`stop`, which returns ``{before, after, delta, timeline}``. Each scrape is parsed as it
+    is taken (no raw text is kept) and the timeline is thinned to ``MAX_TIMELINE_POINTS``."""
 
     def __init__(self, url: str, interval_s: float = DEFAULT_INTERVAL_S, timeout_s: float = 5.0) -> None:
         self.url, self.interval_s, self.timeout_s = url, interval_s, timeout_s
-        self._raw: list[tuple[float, dict[str, Any]]] = []
+        self._points: list[tuple[float, dict[str, Any]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="metrics-scrape", daemon=True)
         self._t0 = 0.0
+        self._stride = 1
+        self._taken = 0
 
-    def _take(self) -> None:
+    def _take(self, *, keep: bool = True) -> None:
+        """One scrape; during the run only every ``_stride``-th is kept, and when the kept ones reach
+        twice ``MAX_TIMELINE_POINTS`` every other one (the first stays) is dropped and the stride doubles."""
         now = time.monotonic()
-        self._raw.append((now - self._t0, fetch(self.url, self.timeout_s)))
+        point = (round(now - self._t0, 3), parsed(fetch(self.url, self.timeout_s)))
+        self._taken += 1
+        if keep and (self._taken - 1) % self._stride == 0:
+            self._points.append(point)
+        if len(self._points) >= 2 * MAX_TIMELINE_POINTS:
+            self._points = self._points[::2]
+            self._stride *= 2
+        if not keep:
+            self._points.append(point)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -149,8 +168,8 @@ class Scraper:
     def stop(self) -> dict[str, Any]:
         self._stop.set()
         self._thread.join()
-        self._take()
-        points = [(round(t, 3), parsed(raw)) for t, raw in self._raw]
+        self._take(keep=False)  # the after scrape: always the last point
+        points = self._points
         out = compare(points[0][1], points[-1][1])
         out["timeline"] = timeline(points)
         out["interval_s"] = self.interval_s
