@@ -65,8 +65,8 @@ def size_on_p99(
     progress: Progress | None = None,
     objective: Objective = "cost",
 ) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]:
-    """Every analytic plan re-sized on the tail model, the finalists confirmed with the simulator
-    (module docstring); ``progress`` receives the share of confirmations done. The tail-model capacity
+    """Every analytic plan re-sized on the tail model, the plans listed run on the simulator (module
+    docstring); ``progress`` receives the share of simulator calls done. The tail-model capacity
     of each plan is searched only as far as its replica count needs; the returned function gives a
     plan with it to the full resolution (for the plans shown)."""
     if target.rate_rps is None:
