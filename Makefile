@@ -9,7 +9,12 @@ $(BIN)/gpuplan: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test lint bench
+# The real engine of tests/integration/test_real_engine.py (transformers serve, on the CPU); optional,
+# installed by .ci/run. torch first, pinned to a CPU build (this machine keeps the torch 2.13.0 CPU wheel
+# on disk; elsewhere pass TORCH='torch==X.Y.Z+cpu' with your CPU index): a plain torch pulls a CUDA build.
+TORCH ?= torch==2.13.0
+
+.PHONY: demo test lint bench engine
 demo: $(BIN)/gpuplan
 	$(BIN)/gpuplan recommend --example
 
@@ -20,6 +25,10 @@ lint: $(BIN)/gpuplan
 
 test: lint
 	$(BIN)/pytest
+
+engine: $(BIN)/gpuplan
+	$(BIN)/python -m pip install -q '$(TORCH)'
+	$(BIN)/python -m pip install -q -e '.[dev,engine]'
 
 bench: $(BIN)/gpuplan
 	$(BIN)/python benchmarks/bench_recommend.py

@@ -56,7 +56,7 @@ LIBRARY_HOMES = {
     "typer": ("gpuplan.interfaces.cli",),
     "fastapi": ("gpuplan.interfaces.web",),
     "uvicorn": ("gpuplan.interfaces.web",),
-    "prometheus_client": ("gpuplan.interfaces.web",),
+    "prometheus_client": ("gpuplan.interfaces.web", "gpuplan.adapters.bench.load"),
     "starlette": ("gpuplan.interfaces.web",),
     "plotly": ("gpuplan.interfaces.plots",),
     "sqlalchemy": ("gpuplan.adapters.store",),
@@ -64,6 +64,7 @@ LIBRARY_HOMES = {
     "kubernetes_validate": ("gpuplan.adapters.k8s",),
     "torch": ("gpuplan.adapters.bench",),
     "transformers": ("gpuplan.adapters.bench",),
+    "pyarrow": ("gpuplan.adapters.bench",),
     "huggingface_hub": ("gpuplan.adapters.models",),
     "yaml": ("gpuplan.data", "gpuplan.adapters", "gpuplan.usecases", "gpuplan.interfaces"),
 }

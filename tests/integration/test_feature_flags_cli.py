@@ -135,3 +135,41 @@ def test_recommend_reads_the_flags(invoke: Any) -> None:
     best, before = json.loads(fast.stdout)["plans"][0], json.loads(plain.stdout)["plans"][0]
     assert best["count"] < before["count"]
     assert best["tpot_ms"] < 12
+
+
+def test_the_engine_release_changes_the_schedule_and_is_read_from_either_source(
+    invoke: Any, tmp_path: Path
+) -> None:
+    # vLLM 0.14 runs at its release line's factors and plans each step during the previous one, so
+    # its step overhead is hidden: faster decode steps than the engine's own (older) factors give
+    plain, v014 = _predict(invoke), _predict(invoke, "--engine-version", "0.14.1")
+    assert v014["tpot_s"] < plain["tpot_s"]
+    doc = tmp_path / "v014.yaml"
+    doc.write_text(PREDICT.read_text(encoding="utf-8") + "engine_version: 0.14.1\n", encoding="utf-8")
+    assert _predict(invoke, path=doc) == v014
+
+
+def test_recommend_sizes_and_records_the_engine_release(invoke: Any) -> None:
+    run = invoke(*TINY_8B, "--rate", "1", "--gpus", "H100-SXM", "--engine-version", "0.14.1", "-f", "json")
+    assert run.exit_code == 0, run.stderr
+    assert json.loads(run.stdout)["plans"][0]["engine_version"] == "0.14.1"
+
+
+@pytest.mark.parametrize("command", ["predict", "recommend"])
+def test_a_release_that_is_not_a_version_names_the_flag(user_error: Any, command: str) -> None:
+    head = ("predict", str(PREDICT)) if command == "predict" else (*TINY_8B, "--rate", "1")
+    line = user_error(*head, "--engine-version", "latest")
+    assert "--engine-version" in line and "'latest' is not an engine version" in line
+
+
+def test_an_engine_release_in_the_file_and_on_the_line_is_refused(user_error: Any, tmp_path: Path) -> None:
+    doc = tmp_path / "v.yaml"
+    doc.write_text(PREDICT.read_text(encoding="utf-8") + "engine_version: 0.8.3\n", encoding="utf-8")
+    assert "--engine-version: the scenario file gives engine_version" in user_error(
+        "predict", str(doc), "--engine-version", "0.14.1"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(PREDICT.read_text(encoding="utf-8") + "engine_version: newest\n", encoding="utf-8")
+    assert "engine_version" in user_error(
+        "predict", str(bad)
+    ) and "'newest' is not an engine version" in user_error("predict", str(bad))

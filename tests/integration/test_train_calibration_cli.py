@@ -115,3 +115,29 @@ def test_a_bad_inter_node_bandwidth_is_a_one_line_error_naming_the_flag(value: s
     assert result.exit_code == 1, result.output
     assert "--inter-node-gbps must be between 1 and 1600" in result.output
     assert "Traceback" not in result.output and result.output.strip().count("\n") <= 1
+
+
+def test_train_fit_and_recommend_take_the_inter_node_bandwidth() -> None:
+    fit = ["train-fit", "--model", "meta-llama/Llama-3.1-8B", "--gpu", "H100-SXM", "--seq-len", "4096",
+           "--dp", "32", "--zero", "3", "--checkpointing", "full"]  # fmt: skip
+
+    def dp_exposed(*extra: str) -> float:
+        step = _json([*fit, *extra])["step"]
+        assert isinstance(step, dict)
+        return float(step["dp_comm_exposed_s"])
+
+    assert dp_exposed("--inter-node-gbps", "25") > dp_exposed("--inter-node-gbps", "400") == dp_exposed()
+    rec = ["recommend", "--task", "train", "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "4096",
+           "--tokens", "1e9", "--gpus", "H100-SXM", "--max-gpus", "32", "--inter-node-gbps", "25"]  # fmt: skip
+    factors = _json(rec)["factors"]
+    assert isinstance(factors, dict) and factors["inter_node_gbps"] == 25
+
+
+def test_inter_node_bandwidth_is_refused_where_it_means_nothing() -> None:
+    serving = runner.invoke(app, ["recommend", "--model", MODEL, "--rate", "1", "--inter-node-gbps", "100"])
+    assert (
+        serving.exit_code == 1 and "--inter-node-gbps would be ignored by a serving request" in serving.output
+    )
+    fit = ["train-fit", "--model", MODEL, "--gpu", GPU, "--seq-len", "512", "--inter-node-gbps", "0"]
+    bad = runner.invoke(app, fit)
+    assert bad.exit_code == 1 and "--inter-node-gbps must be between 1 and 1600" in bad.output

@@ -1,9 +1,10 @@
 """Training-planner accuracy against published measurements (shared/validation), quality A+B rows.
 
 Thresholds are issue 4's acceptance criteria: tokens/s per GPU and model TFLOP/s per GPU MAPE ≤ 20 %,
-step time MAPE ≤ 25 %, memory.csv training peak GiB MAPE ≤ 15 %, ≥ 90 % of A+B rows predicted; issue 21's
-training speed MAPE ≤ 12 % over all throughput rows and ≤ 25 % on the MoE rows (tokens/s per GPU tightened
-to 15 %, met at 10 % once the MoE terms landed).
+≥ 90 % of A+B rows predicted; issue 21's: training speed MAPE ≤ 12 % over all throughput rows and ≤ 25 % on
+the MoE rows, step time MAPE ≤ 15 % (12.1 % with the host floor and NVIDIA's MLPerf FP8), memory.csv
+training peak GiB MAPE ≤ 10 % (8.5 % with the frameworks' recipes as data); tokens/s per GPU tightened to
+12 % (9.8 %).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def test_training_rows_predicted() -> None:
 
 
 @pytest.mark.parametrize(
-    ("metric", "limit"), [("tokens_per_s_per_gpu", 0.15), ("tflops_per_gpu", 0.20), ("step_time_s", 0.25)]
+    ("metric", "limit"), [("tokens_per_s_per_gpu", 0.12), ("tflops_per_gpu", 0.20), ("step_time_s", 0.15)]
 )
 def test_training_metric_mape(metric: str, limit: float) -> None:
     errors = apes(report("training.csv"), [metric])
@@ -38,7 +39,7 @@ def test_training_metric_mape(metric: str, limit: float) -> None:
 
 def test_training_peak_memory_mape() -> None:
     errors = apes(report("memory.csv"), ["peak_gib_per_gpu"])
-    assert np.mean(errors) <= 0.15, f"peak GiB MAPE {np.mean(errors):.3f} over {errors.size} rows"
+    assert np.mean(errors) <= 0.10, f"peak GiB MAPE {np.mean(errors):.3f} over {errors.size} rows"
 
 
 def _moe_ids() -> set[str]:

@@ -4,6 +4,7 @@ without its GPU (``usecases/calibration/crossval_training.py``) and reports that
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,21 @@ def test_memory_rows_are_refused_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code != 0
     first = result.output.strip().splitlines()[0]
     assert "--cross-validate needs inference or training rows" in first and "Traceback" not in result.output
+
+
+def test_held_out_rows_group_by_framework(tmp_path: Path) -> None:
+    subset = _subset(tmp_path)
+    result = CliRunner().invoke(
+        app, ["validate", str(subset), "--cross-validate", "gpu", "--by", "framework", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    held = [r for r in data["rows"] if r["ape"] is not None]
+    with subset.open(newline="") as f:
+        framework = {r["id"]: r["framework"] for r in csv.DictReader(f)}
+    groups = {(g["key"]["framework"], g["metric"]): g["stats"]["n"] for g in data["breakdown"]}
+    expected: dict[tuple[str, str], int] = {}
+    for r in held:
+        key = (framework[r["id"]], r["metric"])
+        expected[key] = expected.get(key, 0) + 1
+    assert groups == expected and {r["gpu"] for r in held} == {HELD_OUT}

@@ -4,8 +4,10 @@
 rest with the original spacing (the first missing one is due at once); the summary covers all rows.
 ``hooks`` lets the CLI follow the run (progress bar) without this layer knowing about terminals.
 
-``sweep_rates`` (one run per rate) and ``max_rate_under_slo`` (the highest rate meeting P99 limits)
-make several such runs, each stored on its own (:mod:`gpuplan.adapters.bench.load.search`).
+``sweep_rates`` (one run per rate), ``profile_sweep`` (GuideLLM's sweep: synchronous, throughput, then
+rates between; :mod:`gpuplan.adapters.bench.load.sweep_profile`) and ``max_rate_under_slo`` (the highest
+rate meeting P99 limits) make several such runs, each stored on its own
+(:mod:`gpuplan.adapters.bench.load.search`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan import __version__
-from gpuplan.adapters.bench.load import endpoint, metrics, runner, search
+from gpuplan.adapters.bench.load import endpoint, metrics, runner, search, server_view, sweep_profile
 from gpuplan.adapters.bench.load.brakes import limit_text
 from gpuplan.adapters.bench.load.config import LoadConfig
 from gpuplan.adapters.bench.load.preflight import check_endpoint
@@ -115,11 +117,9 @@ def serve(
     store = Store(store_url)
     run_id, config, skip = _open(store, config, resume, access or Access())
     deployment = _begin(store, run_id, config, resume is not None, skip, hooks)
-    before = metrics.scrape(config.metrics_url) if config.metrics_url else None
-    outcome = _drive(store, run_id, config, skip, hooks)
-    server = (
-        metrics.compare(before, metrics.scrape(config.metrics_url)) if before and config.metrics_url else None
-    )
+    scraper = metrics.Scraper(config.metrics_url, config.metrics_interval_s) if config.metrics_url else None
+    outcome = _drive(store, run_id, config, skip, hooks, scraper)
+    server = scraper.stop() if scraper is not None else None
     summary = summarise(
         run_id,
         config,
@@ -129,7 +129,7 @@ def serve(
         len(outcome.records),
         server,
         deployment,
-    )
+    ).model_copy(update={"server_vs_client": server_view.side_by_side(server, outcome.records)})
     store.finish_run(run_id, "stopped" if outcome.stopped else "completed", summary.model_dump(mode="json"))
     if outcome.stopped:
         raise BenchmarkError(
@@ -174,14 +174,26 @@ def _begin(
     return deployment
 
 
-def _drive(store: Store, run_id: str, config: LoadConfig, skip: set[int], hooks: Hooks) -> runner.Outcome:
-    """Send the load, every record into the store as it completes; Ctrl-C leaves the run resumable
-    (``interrupted``), any other failure marks it ``failed`` after storing what completed."""
+def _drive(
+    store: Store,
+    run_id: str,
+    config: LoadConfig,
+    skip: set[int],
+    hooks: Hooks,
+    scraper: metrics.Scraper | None,
+) -> runner.Outcome:
+    """Send the load, every record into the store as it completes, the server's metrics scraped
+    meanwhile; Ctrl-C leaves the run resumable (``interrupted``), any other failure marks it ``failed``
+    after storing what completed."""
     writer = RecordWriter(store, run_id)
     sink = writer.put if hooks.record is None else _tee(writer.put, hooks.record)
+    if scraper is not None:
+        scraper.start()
     try:
         outcome = runner.run(config, sink, skip)
     except KeyboardInterrupt:
+        if scraper is not None:
+            scraper.stop()
         writer.close()
         store.set_status(run_id, "interrupted")
         raise BenchmarkError(
@@ -189,6 +201,8 @@ def _drive(store: Store, run_id: str, config: LoadConfig, skip: set[int], hooks:
             hint=f"resume with gpuplan bench serve --resume {run_id}",
         ) from None
     except Exception:  # a failure outside any one request (each is stored classed): never left "running"
+        if scraper is not None:
+            scraper.stop()
         try:
             writer.close()
         finally:
@@ -219,6 +233,19 @@ def sweep_rates(
     if config is None:
         raise UserInputError("--rates cannot be combined with --resume")
     return search.sweep(config, rates_rps, _serving(store_url, hooks))
+
+
+def profile_sweep(
+    config: LoadConfig | None,
+    size: int,
+    store_url: str | None = None,
+    hooks: Hooks | None = None,
+) -> sweep_profile.SweepResult:
+    """GuideLLM's sweep of ``size`` levels over ``config``'s workload (its load is replaced level by
+    level), each level stored as :func:`serve` stores it; ``config`` None (a resumed run) is refused."""
+    if config is None:
+        raise UserInputError("--profile sweep cannot be combined with --resume")
+    return sweep_profile.profile_sweep(config, _serving(store_url, hooks), size)
 
 
 def max_rate_under_slo(

@@ -65,6 +65,7 @@ def recommend_from_scenario(
         weight_dtypes=tuple(sc.precision.allowed or ("bf16", "fp8", "int4")),
         max_gpus=sc.hardware.max_gpus,
         engine=sc.engine,
+        engine_version=sc.engine_version,
         max_usd_per_hour=sc.prices.max_usd_per_hour,
         layout_kinds=sc.layouts.kinds,
         kv_transport=sc.layouts.kv_transport,

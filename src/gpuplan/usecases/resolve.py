@@ -25,6 +25,7 @@ from gpuplan.adapters.scenario_files.deployment import (
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.engine_releases import check_engine_version
 from gpuplan.core.perf.inference import check_context_window, check_generative
 from gpuplan.core.perf.layout import Layout, check_layout, split_gpus
 from gpuplan.core.perf.speculative import Speculative, check_speculative
@@ -102,6 +103,7 @@ def deployment_layout(sc: DeploymentDocument, model: ModelSpec, gpu: GpuSpec) ->
         weight_dtype=sc.precision.weights,
         kv_dtype=sc.precision.kv_cache,
         engine=sc.engine,
+        engine_version=sc.engine_version,
         gpu_memory_utilization=sc.gpu_memory_utilization,
         speculative=deployment_speculative(sc, model),
     )
@@ -180,6 +182,7 @@ FEATURE_FLAGS = {
     "spec_acceptance": "--spec-acceptance",
     "draft_model": "--draft-model",
     "prefix_hit_rate": "--prefix-hit-rate",
+    "engine_version": "--engine-version",
 }
 """The flags of :class:`DeploymentFeatures`, by field."""
 FEATURE_FLAG_FIELDS = {
@@ -189,6 +192,7 @@ FEATURE_FLAG_FIELDS = {
     "speculative.draft_model": "--draft-model",
     "workload.prefix_cache_hit_rate": "--prefix-hit-rate",
     "simulation.prefix_cache_hit_rate": "--prefix-hit-rate",
+    "engine_version": "--engine-version",
 }
 """The document field each feature flag fills: an error names the flag the user typed."""
 _ONE_SOURCE = "give it once: in the scenario file or as a flag"
@@ -196,14 +200,15 @@ _ONE_SOURCE = "give it once: in the scenario file or as a flag"
 
 @dataclass(frozen=True)
 class DeploymentFeatures:
-    """Speculative decoding and prefix caching as given on the command line (None: not given), shared
-    by ``predict``, ``simulate`` and ``recommend``."""
+    """Speculative decoding, prefix caching and the engine release as given on the command line (None:
+    not given), shared by ``predict``, ``simulate`` and ``recommend``."""
 
     spec_method: str | None = None
     spec_tokens: int | None = None
     spec_acceptance: float | None = None
     draft_model: str | None = None
     prefix_hit_rate: float | None = None
+    engine_version: str | None = None
 
     def given(self) -> dict[str, object]:
         """The flags given, by field name."""
@@ -242,7 +247,12 @@ def features_into(doc: dict[str, Any], features: DeploymentFeatures) -> dict[str
     """A flag-built document (``scenario_from_mapping``) with the features' ``speculative:`` section and
     ``workload.prefix_cache_hit_rate``."""
     workload = {**doc.get("workload", {}), "prefix_cache_hit_rate": features.prefix_hit_rate}
-    return {**doc, "speculative": features.speculative(), "workload": workload}
+    return {
+        **doc,
+        "speculative": features.speculative(),
+        "workload": workload,
+        "engine_version": features.engine_version,
+    }
 
 
 def with_features(sc: DocT, features: DeploymentFeatures) -> DocT:
@@ -256,6 +266,7 @@ def with_features(sc: DocT, features: DeploymentFeatures) -> DocT:
                 "--spec-method: the scenario file has a speculative: section", hint=_ONE_SOURCE
             )
         update["speculative"] = _flag_checked(SpeculativeSection, section, "speculative")
+    update.update(_engine_version_flag(sc, features.engine_version))
     hit = features.prefix_hit_rate
     if hit is not None:
         if "prefix_cache_hit_rate" in sc.simulation.model_fields_set or (
@@ -271,6 +282,18 @@ def with_features(sc: DocT, features: DeploymentFeatures) -> DocT:
         else:  # a trace gives every request: the simulator's own field
             update["simulation"] = sc.simulation.model_copy(update={"prefix_cache_hit_rate": hit})
     return sc.model_copy(update=update) if update else sc
+
+
+def _engine_version_flag(sc: DeploymentDocument, version: str | None) -> dict[str, Any]:
+    """``--engine-version`` as the document's ``engine_version`` (never over the file's own)."""
+    if version is None:
+        return {}
+    if sc.engine_version is not None:
+        raise UserInputError("--engine-version: the scenario file gives engine_version", hint=_ONE_SOURCE)
+    try:
+        return {"engine_version": check_engine_version(version)}
+    except ValueError as exc:
+        raise UserInputError(f"--engine-version {exc}", hint="e.g. --engine-version 0.14.1") from None
 
 
 _CheckedT = TypeVar("_CheckedT", SpeculativeSection, Workload)

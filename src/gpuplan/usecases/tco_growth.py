@@ -135,6 +135,7 @@ def _replan(
         weight_dtypes=(today.layout.weight_dtype.name,),
         max_gpus=min(MAX_GPU_COUNT, max(DEFAULT_MAX_GPUS, wanted)),
         engine=today.layout.engine.name,
+        engine_version=today.layout.engine_version,
         layout_kinds=(today.layout_kind,),
         speculative=today.layout.speculative,
         kv_transport=today.kv_transport or KvTransport(),

@@ -183,13 +183,19 @@ def check_inter_node_gbps(gbps: float | None) -> float | None:
     return gbps
 
 
+def with_inter_node_gbps(cal: TrainingCalibration | None, gbps: float | None) -> TrainingCalibration:
+    """``cal`` (a profile) or the bundled factors, with ``--inter-node-gbps`` laid over their scale-out
+    bandwidth when given."""
+    base = cal or default_training_calibration()
+    if gbps is None:
+        return base
+    return base.model_copy(update={"ib_bytes_per_s_per_gpu": gbps * GBPS_TO_BYTES_PER_S})
+
+
 def planning_calibration(req: TrainPlanRequest, cal: TrainingCalibration | None) -> TrainingCalibration:
     """The training factors a plan uses: ``cal`` (a profile) or the bundled ones, with the request's
     inter-node bandwidth laid over the calibration's."""
-    base = cal or default_training_calibration()
-    if req.inter_node_gbps is None:
-        return base
-    return base.model_copy(update={"ib_bytes_per_s_per_gpu": req.inter_node_gbps * GBPS_TO_BYTES_PER_S})
+    return with_inter_node_gbps(cal, req.inter_node_gbps)
 
 
 def training_factors(cal: TrainingCalibration, catalog: Catalog) -> TrainingFactors:

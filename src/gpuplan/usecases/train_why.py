@@ -30,6 +30,7 @@ OVERHEAD_HINTS = {
     "pipeline bubble": "more micro-batches per step (a larger --global-batch)",
     "optimizer": "the optimizer reads and writes its states from HBM every step",
     "other (QLoRA dequant)": "QLoRA dequantises the nf4 base every pass; LoRA on a bf16 base does not",
+    "host (kernel launch)": "more tokens per micro-batch, or fewer kernels (torch.compile, CUDA graphs, fused layers)",
 }
 """What would shrink each non-compute part of a step (names: ``StepPrediction.breakdown``)."""
 

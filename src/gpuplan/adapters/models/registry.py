@@ -154,7 +154,7 @@ def get_model(name_or_path: str) -> ModelSpec:
         raise UnknownNameError("model", name, [*bundled_ids(), *aliases()], hint=str(miss)) from None
     if config is not None:
         return parse_hf_config(config, model_id=name)
-    raise UnknownNameError("model", name, [*bundled_ids(), *aliases()], hint=_hub_hint())
+    raise UnknownNameError("model", name, [*bundled_ids(), *aliases()], hint=hub_hint())
 
 
 def _bundled_by_stem(key: str) -> str | None:
@@ -166,7 +166,7 @@ def _bundled_by_stem(key: str) -> str | None:
     return owners[0] if len(owners) == 1 else None
 
 
-def _hub_hint() -> str:
+def hub_hint() -> str:
     """What to do about an unknown model: install the Hub extra, or, with it installed, check the id."""
     try:
         import huggingface_hub  # noqa: F401

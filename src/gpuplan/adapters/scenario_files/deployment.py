@@ -30,6 +30,7 @@ from gpuplan.core.cost import OwnershipAssumptions
 from gpuplan.core.errors import FileFormatError
 from gpuplan.core.frozen import FiniteModel
 from gpuplan.core.hardware import MAX_GPU_COUNT, MAX_PARALLEL_DEGREE
+from gpuplan.core.perf.engine_releases import check_engine_version
 from gpuplan.core.perf.kv_transfer import KvTransport
 from gpuplan.core.perf.speculative import MAX_DRAFT_TOKENS, SpecMethod
 from gpuplan.core.recommend.request import LAYOUT_KINDS, LayoutKind
@@ -111,9 +112,22 @@ class DeploymentDocument(FiniteModel):
     parallelism: ParallelismSection = ParallelismSection()
     precision: PrecisionSection = PrecisionSection()
     engine: str = "vllm"
+    engine_version: str | None = Field(
+        default=None,
+        description="the engine release you run (its release line's factors and scheduling); "
+        "unset: the engine's own factors (core/perf/engine_releases.py)",
+    )
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
     max_model_len: int | None = Field(default=None, ge=1, le=10_000_000)
     speculative: SpeculativeSection | None = None
+
+    @field_validator("engine_version")
+    @classmethod
+    def _a_version(cls, value: str | None) -> str | None:
+        try:
+            return None if value is None else check_engine_version(value)
+        except ValueError as exc:
+            raise PydanticCustomError("engine_version", str(exc)) from None
 
 
 class ServingDocument(DeploymentDocument):

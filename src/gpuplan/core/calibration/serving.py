@@ -73,6 +73,9 @@ class ReleaseFactors(FiniteModel):
     first_token_host_s: float = Field(default=0.0, ge=0, le=10.0)
     """Host time a request spends outside the engine's steps before its first token reaches the client
     (HTTP, tokenization, hand-off to the engine core, first detokenization); 0 for files that predate it."""
+    mla_moe_first_token_host_s: float = Field(default=0.0, ge=0, le=10.0)
+    """The same for MLA + MoE models only (the early-2025 DeepSeek stacks, whose lines are fitted on
+    those models alone); 0 for files that predate it."""
     fitted_on: str = ""
 
 

@@ -2,7 +2,14 @@
 
 * ``mfu["family:dtype"]``: achieved fraction of the dense tensor peak of that dtype on the FLOPs
   a step executes (recompute included, so it equals MFU when nothing is recomputed), for large
-  GEMMs. ``int4`` keys are QLoRA (bf16 GEMMs on a dequantised nf4 base).
+  GEMMs. ``int4`` keys are QLoRA (bf16 GEMMs on a dequantised nf4 base). A family without its own
+  key reads (``mfu_for``): for ``int4`` its ``bf16`` factor (the same GEMMs; the dequantisation is
+  priced apart); else the calibrated families of that dtype carried over by machine balance, the
+  geometric mean of ``mfu_k · (B_k / B)^BALANCE_EXPONENT`` where B is the GPU's dense peak over its
+  HBM bandwidth (FLOP per byte) and ``B_k`` that of the GPUs ``mfu_k`` was fitted on
+  (``balance_flop_per_byte``); else ``default:dtype``.
+* ``balance_flop_per_byte["family:dtype"]``: the machine balance of the GPUs a family factor was
+  fitted on (geometric mean over its rows), written by the fit beside each family factor.
 * ``gemm_half_width``: hidden size at which GEMM efficiency is halved (small models under-fill the
   GPU): η_size = h / (h + h½).
 * ``attention_efficiency``: FlashAttention's achieved fraction of peak relative to the GEMMs.
@@ -25,9 +32,16 @@
   A file without these two reads 1 and 0 (experts cost what dense GEMMs cost). The expert-parallel
   all-to-all is hidden like the other model-parallel traffic, by ``tp_overlap`` (a separate
   ``ep_overlap`` fitted to 0.39 against ``tp_overlap``'s 0.40 on the MoE rows, so it is not a factor).
+* ``host_overhead_s``: host (CPU) time to issue one transformer layer's kernels for one pass
+  (forward, activation backward, weight backward, recompute) in eager PyTorch: ~50 ops per block at
+  5-25 µs of dispatch each. Kernels launch asynchronously, so it costs time only when it exceeds the
+  GPU's own work (small models, short micro-batches); ``gpuplan.core.training.step``. A file without
+  it reads 0 (no host floor).
 """
 
 from __future__ import annotations
+
+import math
 
 from pydantic import Field
 
@@ -36,6 +50,14 @@ from gpuplan.core.errors import DataError, validate_data
 from gpuplan.core.frozen import FrozenModel
 
 DEFAULT_KEY = "default"
+QLORA_KEY = "int4"
+BALANCE_EXPONENT = 0.5
+"""How the achieved fraction of peak falls with machine balance B (dense FLOP/s per HBM byte/s): a step
+is GEMMs at the peak plus memory-bound work (norms, element-wise, attention I/O, optimizer) at the
+bandwidth, so a GPU whose FLOPs outgrew its bandwidth reaches less of its peak. The two bf16 families
+fitted on their own rows give ln(0.733/0.535)/ln(B_hopper/B_ampere) = 0.48 with the A100-80GB's
+balance (312 TFLOP/s at 2.04 TB/s = 153 FLOP/B; H100 989 at 3.35 = 295) and 0.61 with the mean balance
+of their rows (178, A100-40GB included); 0.5 is the rounded lower end."""
 
 
 class TrainingCalibration(FrozenModel):
@@ -53,14 +75,26 @@ class TrainingCalibration(FrozenModel):
     power_limit_exponent: float = Field(default=0.0, ge=0, le=1)
     expert_gemm_efficiency: float = Field(default=1.0, gt=0, le=1.5)
     expert_tokens_half: float = Field(default=0.0, ge=0, le=65536)
+    host_overhead_s: float = Field(default=0.0, ge=0, le=0.1)
+    balance_flop_per_byte: dict[str, float] = Field(default_factory=dict)
     provenance: FitProvenance
 
-    def mfu_for(self, family: str, dtype: str) -> float:
-        """Fitted factor for ``family:dtype``, else ``default:dtype``, else the global default."""
-        for key in (f"{family}:{dtype}", f"{DEFAULT_KEY}:{dtype}"):
+    def mfu_for(self, family: str, dtype: str, balance: float | None = None) -> float:
+        """Fitted factor for ``family:dtype``; else (``int4``) the family's ``bf16`` one; else, given the
+        GPU's ``balance`` (FLOP/byte), the calibrated families of ``dtype`` carried over by balance;
+        else ``default:dtype``, else the global default (module docstring)."""
+        own = [f"{family}:{dtype}"] + ([f"{family}:bf16"] if dtype == QLORA_KEY else [])
+        for key in own:
             if key in self.mfu:
                 return self.mfu[key]
-        return self.mfu[DEFAULT_KEY]
+        carried = [
+            math.log(v) + BALANCE_EXPONENT * math.log(self.balance_flop_per_byte[k] / balance)
+            for k, v in self.mfu.items()
+            if balance and k.endswith(f":{dtype}") and k in self.balance_flop_per_byte
+        ]
+        if carried:
+            return math.exp(sum(carried) / len(carried))
+        return self.mfu.get(f"{DEFAULT_KEY}:{dtype}", self.mfu[DEFAULT_KEY])
 
     def hop_latency(self, link: str) -> float:
         return self.hop_latency_s.get(link, self.hop_latency_s[DEFAULT_KEY])

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import re
 
+from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.perf.engine_profiles import VLLM_V1_DEFAULT, parse_version
+from gpuplan.core.perf.engine_profiles import VLLM_V1_DEFAULT, EngineProfile, parse_version, schedules_ahead
+from gpuplan.core.perf.layout import Layout
 
 Version = tuple[int, int]
 OPEN: Version = (1_000, 0)
@@ -79,6 +81,15 @@ def version_of(raw: str | None) -> Version:
     return OLDEST if year and int(year.group(1)) <= LAST_V0_YEAR else NEWEST
 
 
+def check_engine_version(raw: str) -> str:
+    """A version a user states (``0.14.1``, ``v0.8.3``, ``0.7.4.dev181+gf35f8e22``), stripped; ValueError
+    for text that names no major.minor (an unknown version would silently read as the newest line)."""
+    text = raw.strip()
+    if parse_version(text) is None:
+        raise ValueError(f"{raw!r} is not an engine version: give major.minor[.patch], e.g. 0.14.1 or v0.8.3")
+    return text
+
+
 def release_line(engine: str, version: str | None) -> ReleaseLine | None:
     """The engine's line holding ``version`` (None for engines without lines)."""
     at = version_of(version)
@@ -91,3 +102,31 @@ def release_line(engine: str, version: str | None) -> ReleaseLine | None:
 def is_mla_moe(model: ModelSpec) -> bool:
     """Multi-head latent attention with routed experts (the DeepSeek-V2/V3 family)."""
     return model.mla is not None and model.moe is not None
+
+
+def release_terms(model: ModelSpec, layout: Layout, cal: Calibration) -> tuple[float, float, float, float]:
+    """(engine efficiency, math efficiency, host s per layer per step, host s per request) of the
+    layout's engine and release line; MLA + MoE models take the line's young-kernel factors too."""
+    release = cal.release(line_name(layout.engine.name, layout.engine_version))
+    eng = cal.engine(layout.engine.name) * release.efficiency
+    if not is_mla_moe(model):
+        return eng, eng, 0.0, release.first_token_host_s
+    host_s = release.first_token_host_s + release.mla_moe_first_token_host_s
+    return eng, eng * release.mla_moe_efficiency, release.mla_moe_layer_step_s, host_s
+
+
+def line_name(engine: str, version: str | None) -> str | None:
+    """The release line whose factors a step model reads: only a version the layout names picks one
+    (an unstated version runs at the engine's own factors, fitted on ``inference.csv``)."""
+    if version is None:
+        return None
+    line = release_line(engine, version)
+    return line.name if line is not None else None
+
+
+def host_step_s(overhead_s: float, engine: EngineProfile, version: str | None) -> float:
+    """The engine's per-step host time (scheduling, input preparation) that the GPU waits for: all of
+    it for a synchronous scheduler, none where the release plans each step while the previous one runs
+    (vLLM's async scheduling "helps to avoid gaps in GPU utilization", ``SchedulerConfig.async_scheduling``
+    docstring, https://github.com/vllm-project/vllm/pull/32775), as long as a step outlasts its planning."""
+    return 0.0 if schedules_ahead(engine, version) else overhead_s

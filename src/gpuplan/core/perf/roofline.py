@@ -43,7 +43,7 @@ from gpuplan.core.perf.engine_profiles import (
     schedules_ahead,
     unchunked_prefill_tokens,
 )
-from gpuplan.core.perf.engine_releases import is_mla_moe, release_line
+from gpuplan.core.perf.engine_releases import host_step_s, release_terms
 from gpuplan.core.perf.expert_parallel import allreduce_group, alltoall_terms_s, imbalance_factor
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import (
@@ -57,23 +57,6 @@ from gpuplan.core.units import GIB
 
 ALLREDUCES_PER_LAYER = 2
 """Megatron TP: one all-reduce after attention, one after the MLP (Shoeybi et al. 2019, §3)."""
-
-
-def _line_name(engine: str, version: str | None) -> str | None:
-    """The release line whose factors a step model reads: only a version the layout names picks one
-    (an unstated version runs at the engine's own factors, fitted on ``inference.csv``)."""
-    if version is None:
-        return None
-    line = release_line(engine, version)
-    return line.name if line is not None else None
-
-
-def host_step_s(overhead_s: float, engine: EngineProfile, layout: Layout) -> float:
-    """The engine's per-step host time (scheduling, input preparation) that the GPU waits for: all of
-    it for a synchronous scheduler, none where the release plans each step while the previous one runs
-    (vLLM's async scheduling "helps to avoid gaps in GPU utilization", ``SchedulerConfig.async_scheduling``
-    docstring, https://github.com/vllm-project/vllm/pull/32775), as long as a step outlasts its planning."""
-    return 0.0 if schedules_ahead(engine, layout.engine_version) else overhead_s
 
 
 @dataclass(frozen=True)
@@ -124,11 +107,7 @@ class StepModel:
         max_seqs, chunk = batching_limits(engine, usable_gib=usable_memory_bytes(gpu) / GIB, gpu_id=gpu.id)
         whole_prompts = unchunked_prefill_tokens(engine=engine, version=layout.engine_version, model=model)
         peak, low = compute_peak_flops(gpu, layout.weight_dtype)
-        release = cal.release(_line_name(engine.name, layout.engine_version))
-        eng = cal.engine(engine.name) * release.efficiency
-        math_eng, layer_step_s = eng, 0.0
-        if is_mla_moe(model):  # young MLA/block-FP8 MoE kernels: their math, and host time per layer
-            math_eng, layer_step_s = eng * release.mla_moe_efficiency, release.mla_moe_layer_step_s
+        eng, math_eng, layer_step_s, host_s = release_terms(model, layout, cal)
         power = power_cap(gpu, cal.power_limit_exponent)
         eta_c = cal.compute(gpu.family) * math_eng * power * (cal.low_precision_compute_scale if low else 1.0)
         weights = layout_weight_bytes(model, layout)
@@ -151,7 +130,7 @@ class StepModel:
             kv_dtype=layout.resolved_kv_dtype,
             allreduce_s_per_byte=ring / link if tp > 1 else 0.0,
             allreduce_latency_s=2 * (tp - 1) * cal.hop_latency(link_kind),
-            overhead_s=host_step_s(cal.overhead(engine.name), engine, layout)
+            overhead_s=host_step_s(cal.overhead(engine.name), engine, layout.engine_version)
             + layer_step_s * model.num_layers,
             prefill_launch_s=cal.layer_overhead_s * model.num_layers,
             matmul_flops_per_token=arith.matmul_flops_per_token(model),
@@ -165,7 +144,7 @@ class StepModel:
             routed_flops_per_token=arith.routed_flops_per_token(model),
             expert_imbalance=imbalance_factor(layout),
             alltoall_terms_s=alltoall_terms_s(model, gpu, layout, intra_bytes_per_s=ep_link_bw),
-            first_token_host_s=release.first_token_host_s,
+            first_token_host_s=host_s,
             schedules_ahead=schedules_ahead(engine, layout.engine_version),
             proposer=None if draft is None else cls.build(draft, gpu, speculative.own_layout(layout), cal),
         )

@@ -23,6 +23,7 @@ from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.memory import InferenceMemory
 from gpuplan.core.perf.speculative import Speculative
 from gpuplan.core.pricing import PriceBasis, PriceQuote
+from gpuplan.core.recommend.plan_keys import PlanLayoutKeys
 from gpuplan.core.sla import Sla
 from gpuplan.core.units import GIB
 from gpuplan.core.workload import Workload
@@ -41,6 +42,9 @@ class SearchSpace(FrozenModel):
     tp_options: tuple[int, ...] = (1, 2, 4, 8)
     pp_options: tuple[int, ...] = (1, 2, 4, 8)
     engine: str = "vllm"
+    engine_version: str | None = Field(
+        default=None, description="release of every layout's engine (None: its own)"
+    )
     speculative: Speculative | None = Field(default=None, description="speculative decoding of every layout")
     max_usd_per_hour: float | None = Field(default=None, gt=0)
     headroom: float = Field(
@@ -170,50 +174,6 @@ class PoolPlan(FrozenModel):
             "replicas": self.workers,
         }
         return Layout.model_validate({**like.model_dump(), **pool, "weight_dtype": self.weight_dtype})
-
-
-class PlanLayoutKeys(FrozenModel):
-    """A plan's layout as the flat keys of the JSON contract (docs/json.md), in their order: GPUs in
-    all, TP and PP of a replica, replicas, the weight dtype and the KV dtype the layout resolves to,
-    then the expert-parallel and attention data-parallel degrees (1 in plans written before them) and
-    the speculative decoding (null when off, and in plans written before it)."""
-
-    count: int
-    tp: int
-    pp: int
-    replicas: int
-    weight_dtype: str
-    kv_dtype: str
-    ep: int = 1
-    attention_dp: int = 1
-    speculative: Speculative | None = Field(
-        default=None, description="speculative decoding of the plan (core/perf/speculative.py); null: off"
-    )
-
-    @model_validator(mode="after")
-    def _count_is_all_gpus(self) -> PlanLayoutKeys:
-        if self.count != self.tp * self.pp * self.attention_dp * self.replicas:
-            dp = f" x attention_dp {self.attention_dp}" if self.attention_dp > 1 else ""
-            raise ValueError(
-                f"count={self.count} is not tp x pp x replicas = {self.tp} x {self.pp} x {self.replicas}{dp}"
-            )
-        return self
-
-    @classmethod
-    def of(cls, layout: Layout) -> PlanLayoutKeys:
-        """The keys of ``layout``: its fields of the same names (dtypes by name), all its GPUs, the
-        name of its resolved KV dtype."""
-        same = layout.model_dump(include={"tp", "pp", "replicas", "weight_dtype", "ep", "attention_dp"})
-        return cls(
-            count=layout.num_gpus,
-            kv_dtype=layout.resolved_kv_dtype.name,
-            speculative=layout.speculative,
-            **same,
-        )
-
-    def to_layout(self) -> Layout:
-        """The layout these keys describe (its engine is not in them: the default)."""
-        return Layout(**self.model_dump(exclude={"count"}))
 
 
 class PlanFigures(FrozenModel):

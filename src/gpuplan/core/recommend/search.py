@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.cost import monthly_usd, usd_per_million_tokens
@@ -78,9 +79,7 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
             for pp in sorted(space.pp_options):
                 if tp * pp > space.max_gpus:
                     continue
-                layout = Layout(
-                    tp=tp, pp=pp, weight_dtype=dtype, engine=space.engine, speculative=space.speculative
-                )
+                layout = _layout(space, tp=tp, pp=pp, weight_dtype=dtype)
                 try:
                     check_layout(model, gpu, layout)
                 except GpuplanError:
@@ -89,6 +88,13 @@ def candidate_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace) -> Ite
                 if _weights_fit(model, gpu, layout):
                     break
         yield from wide_ep_layouts(model, gpu, space, dtype)
+
+
+def _layout(space: SearchSpace, **shape: Any) -> Layout:
+    """A layout of ``shape`` with the space's engine, release and speculative decoding."""
+    return Layout(
+        engine=space.engine, engine_version=space.engine_version, speculative=space.speculative, **shape
+    )
 
 
 def wide_ep_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace, dtype: str) -> Iterator[Layout]:
@@ -101,14 +107,7 @@ def wide_ep_layouts(model: ModelSpec, gpu: GpuSpec, space: SearchSpace, dtype: s
         ranks = nodes * node
         if ranks < 2 or ranks > min(space.max_gpus, model.moe.num_experts):
             continue
-        layout = Layout(
-            tp=1,
-            ep=ranks,
-            attention_dp=ranks,
-            weight_dtype=dtype,
-            engine=space.engine,
-            speculative=space.speculative,
-        )
+        layout = _layout(space, tp=1, ep=ranks, attention_dp=ranks, weight_dtype=dtype)
         try:
             check_layout(model, gpu, layout)
         except GpuplanError:

@@ -158,7 +158,7 @@ class _Loop:
         self.now = 0.0
         self.rejected = 0
         self.next_open = 0
-        self.host_s = replica.step.first_token_host_s
+        self.host_s = self.entry[0].lim.host_s
         """A request reaches the engine this long after its client sent it (the book keeps the send)."""
         self._seed_arrivals()
 

@@ -29,16 +29,19 @@ from gpuplan.core.training.params import widths
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout
 
 SelectivePolicy = Literal["korthikanti", "every_other_mm"]
-LogitsKind = Literal["full", "chunked", "fused"]
+LogitsKind = Literal["full", "half", "chunked", "fused"]
 
 SIXTEEN_BIT = 2.0
 BACKWARD_WORKING_SET = 2.0
 """Recomputing a checkpointed block in backward holds its activations and their gradients:
 2 × one layer's stored bytes (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost" §4)."""
-LOGIT_BYTES: dict[LogitsKind, float] = {"full": 12.0, "chunked": 3.0, "fused": 0.0}
+LOGIT_BYTES: dict[LogitsKind, float] = {"full": 12.0, "half": 6.0, "chunked": 3.0, "fused": 0.0}
 """Bytes per (token × vocab) element at the loss.
 ``full``: bf16 logits (2) + fp32 upcast (4) + fp32 log-softmax / gradient (4) + slack; Qwen
 finetune.py rows M0054→M0055 grow 3.35 GiB for +2048 tokens at vocab 151936 (≈ 11.5 B).
+``half``: a model run in its 16-bit dtype without autocast (DeepSpeed's fp16/bf16 engine casts the
+module and HF Trainer then runs no autocast: https://huggingface.co/docs/transformers/main/en/deepspeed)
+keeps the logits (2), their shifted contiguous copy (2) and the log-softmax (2) in 16 bits: 6 B.
 ``chunked``: torchtune ``CEWithChunkedOutputLoss`` keeps all bf16 logit chunks (2) and upcasts one of
 8 chunks at a time (fp32 value + gradient, 8/8 = 1) —
 https://github.com/pytorch/torchtune/blob/main/torchtune/modules/loss/ce_chunked_output_loss.py.

@@ -17,6 +17,10 @@ gradient is freed as soon as it is applied: only the largest one (the vocab × h
 head) coexists with the activations. Paged optimizers (bitsandbytes ``Paged*``) keep their states in
 CUDA managed memory, outside PyTorch's caching allocator.
 
+Engines (``MemoryOptions``): DeepSpeed's ZeRO optimizer also keeps an fp32 copy of the gradients it
+owns (``fp32_grad_copy``, :data:`FP32_GRAD_COPY_BYTES`) and allocates its communication buckets up
+front (``bucket_bytes``, :func:`zero_bucket_bytes`).
+
 What a reported number counts (``MemoryOptions.counting``): ``device`` (nvidia-smi) adds the CUDA
 context, NCCL buffers and the caching-allocator reserve; ``reserved`` (torch
 ``max_memory_reserved``, torchtitan's log) adds the reserve only; ``active`` (torch
@@ -26,6 +30,8 @@ context, NCCL buffers and the caching-allocator reserve; ``reserved`` (torch
 from __future__ import annotations
 
 from typing import Literal
+
+from pydantic import Field
 
 from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model.spec import ModelSpec
@@ -46,6 +52,7 @@ __all__ = [
     "CONTEXT_BYTES",
     "EIGHT_BIT_STATE_BYTES",
     "FP32_BYTES",
+    "FP32_GRAD_COPY_BYTES",
     "FRAGMENTATION",
     "FSDP_PREFETCH_LAYERS",
     "NCCL_BYTES",
@@ -54,6 +61,8 @@ __all__ = [
     "OPTIMIZER_BYTES_PURE",
     "PAGED_OPTIMIZERS",
     "SIXTEEN_BIT_BYTES",
+    "STRANDED_TRANSIENTS",
+    "ZERO_BUCKETS_WITH_OVERLAP",
     "Counting",
     "MemoryOptions",
     "TrainingMemory",
@@ -61,6 +70,7 @@ __all__ = [
     "activations_bytes",
     "model_state_bytes",
     "training_memory",
+    "zero_bucket_bytes",
 ]
 
 Counting = Literal["device", "reserved", "active"]
@@ -106,8 +116,25 @@ FRAGMENTATION = 0.05
 """PyTorch caching-allocator reserve (``reserved − allocated``) at the training peak: 5 %
 (https://pytorch.org/docs/stable/notes/cuda.html#memory-management; torchtitan logs reserved,
 torchtune logs active)."""
+STRANDED_TRANSIENTS = 1.0
+"""Steps of different lengths (batches padded to their own longest sequence) make the caching
+allocator cut new segments for a longer step while earlier, shorter ones stay partly occupied: the
+PyTorch notes describe the slivers this strands ("a job changing allocation sizes frequently",
+``expandable_segments``: https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf).
+Bound: the reserve holds one more step's transient tensors (activations and logits)."""
 NCCL_BYTES = 0.5 * GIB
 """NCCL communicator buffers once a process group spans more than one GPU."""
+FP32_GRAD_COPY_BYTES = 4.0
+"""DeepSpeed ZeRO-1/2/3 hold, per parameter they own, 16 bytes of fp32 state: master weight, m, v and
+an fp32 gradient; its memory estimator prices ZeRO-2 at 4·N + 16·N/d and ZeRO-3 at 18·N/d
+(``estimate_zero2_model_states_mem_needs``, ``estimate_zero3_model_states_mem_needs``:
+https://deepspeed.readthedocs.io/en/latest/memory.html). The gradient copy is the 4 bytes beyond
+AdamW's 12."""
+ZERO_BUCKETS_WITH_OVERLAP = 2
+"""DeepSpeed ZeRO-1/2 with ``contiguous_gradients`` allocate a 16-bit reduce bucket of
+``reduce_bucket_size`` elements, and a second one with ``overlap_comm``
+(``ipg_buffer`` in deepspeed/runtime/zero/stage_1_and_2.py:
+https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/zero/stage_1_and_2.py)."""
 FSDP_PREFETCH_LAYERS = 2
 """FSDP gathers one layer unsharded and prefetches the next: 2 layers of bf16 params + fp32 grads."""
 
@@ -119,6 +146,9 @@ class MemoryOptions(FrozenModel):
     counting: Counting = "device"
     logits: LogitsKind = "full"
     selective_policy: SelectivePolicy = "korthikanti"
+    fp32_grad_copy: bool = False
+    variable_lengths: bool = False
+    bucket_bytes: float = Field(default=0.0, ge=0.0)
 
 
 class TrainingMemory(FrozenModel):
@@ -132,12 +162,33 @@ class TrainingMemory(FrozenModel):
     activations_bytes: float
     logits_bytes: float
     overhead_bytes: float
+    reserve_bytes: float = Field(
+        default=0.0,
+        description="the caching allocator's cache inside overhead_bytes, given back before an OOM",
+    )
     total_bytes: float
+
+
+def zero_bucket_bytes(reduce_bucket_elements: float, *, overlap_comm: bool = True) -> float:
+    """Bytes of DeepSpeed ZeRO-1/2's up-front 16-bit reduce buckets (:data:`ZERO_BUCKETS_WITH_OVERLAP`)."""
+    return (ZERO_BUCKETS_WITH_OVERLAP if overlap_comm else 1) * reduce_bucket_elements * SIXTEEN_BIT_BYTES
 
 
 def _optimizer_bytes_per_param(job: TrainingJob, *, pure_bf16: bool) -> float:
     table = OPTIMIZER_BYTES_PURE if pure_bf16 else OPTIMIZER_BYTES_MIXED
     return table[job.optimizer]
+
+
+def _grad_copy_bytes(model: ModelSpec, job: TrainingJob, layout: TrainingLayout) -> float:
+    """An fp32 copy of the gradients whose optimizer states this GPU owns (DeepSpeed ZeRO)."""
+    if job.is_adapter:
+        owned = lora_params(model, rank=job.lora_rank, targets=job.lora_targets) / (layout.tp * layout.pp)
+        return FP32_GRAD_COPY_BYTES * owned
+    dense, routed = shard_params(model, tp=layout.tp, pp=layout.pp, ep=layout.ep)
+    if layout.zero_stage >= 1:
+        shards = layout.dp * layout.cp
+        dense, routed = dense / shards, routed / max(shards / layout.ep, 1.0)
+    return 0.0 if layout.cpu_offload else FP32_GRAD_COPY_BYTES * (dense + routed)
 
 
 def _adapter_states(model: ModelSpec, job: TrainingJob, layout: TrainingLayout) -> tuple[float, float, float]:
@@ -208,12 +259,15 @@ def _live_bytes(
     return persistent + max(transient, parts["grads"])
 
 
-def _overhead(live: float, layout: TrainingLayout, counting: Counting) -> float:
+def _overhead(live: float, stranded: float, layout: TrainingLayout, counting: Counting) -> float:
+    """What the count adds to the live bytes: the allocator's reserve (and ``stranded`` transients),
+    plus the CUDA context and NCCL buffers on a whole-device count."""
     if counting == "active":
         return 0.0
+    reserve = FRAGMENTATION * live + stranded
     if counting == "reserved":
-        return FRAGMENTATION * live
-    return CONTEXT_BYTES + FRAGMENTATION * live + (NCCL_BYTES if layout.num_gpus > 1 else 0.0)
+        return reserve
+    return CONTEXT_BYTES + reserve + (NCCL_BYTES if layout.num_gpus > 1 else 0.0)
 
 
 def training_memory(
@@ -228,6 +282,8 @@ def training_memory(
     """Peak bytes on one GPU for ``job`` under ``layout`` (module docstring gives the formulas)."""
     opts = options or MemoryOptions(pure_bf16=pure_bf16)
     weights, grads, optimizer = model_state_bytes(model, job, layout, pure_bf16=opts.pure_bf16)
+    if opts.fp32_grad_copy:
+        optimizer += _grad_copy_bytes(model, job, layout)
     if job.optimizer in PAGED_OPTIMIZERS and opts.counting != "device":
         optimizer = 0.0
     parts = {
@@ -241,8 +297,9 @@ def training_memory(
         "logits": logits_bytes(model, job, layout, opts.logits),
         "grad_in_bwd": _largest_grad_bytes(model, layout),
     }
-    live = _live_bytes(parts, job, layout, micro_batches)
-    overhead = _overhead(live, layout, opts.counting)
+    live = _live_bytes(parts, job, layout, micro_batches) + opts.bucket_bytes
+    stranded = STRANDED_TRANSIENTS * (parts["acts"] + parts["logits"]) if opts.variable_lengths else 0.0
+    overhead = _overhead(live, stranded, layout, opts.counting)
     return TrainingMemory(
         weights_bytes=weights,
         gradients_bytes=grads,
@@ -250,5 +307,6 @@ def training_memory(
         activations_bytes=parts["acts"] + parts["fsdp"],
         logits_bytes=parts["logits"],
         overhead_bytes=overhead,
+        reserve_bytes=0.0 if opts.counting == "active" else FRAGMENTATION * live + stranded,
         total_bytes=live + overhead,
     )

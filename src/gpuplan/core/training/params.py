@@ -2,7 +2,8 @@
 
 LoRA (Hu et al. 2021) adds ``r·(d_in + d_out)`` parameters to each adapted matrix; ``all`` targets
 q, k, v, o and the MLP projections (QLoRA's recipe, Dettmers et al. 2023), ``attention`` only q, k,
-v, o. Routed experts are not adapted.
+v, o. Routed experts are not adapted. PEFT adapts each ``nn.Linear``: where q, k and v are one fused
+projection (:data:`FUSED_QKV_MODEL_TYPES`) they share one adapter of ``r·(h + q + 2kv)``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from gpuplan.core.frozen import FrozenModel
 from gpuplan.core.model import arith
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.training.spec import LoraTargets
+
+FUSED_QKV_MODEL_TYPES = frozenset({"qwen", "mpt", "phi3", "falcon", "bloom", "chatglm", "gpt_neox"})
+"""HF architectures with one q/k/v ``nn.Linear``: Qwen-1 ``c_attn``
+(https://huggingface.co/Qwen/Qwen-7B/blob/main/modeling_qwen.py), MPT ``Wqkv``, Phi-3 ``qkv_proj``,
+Falcon, BLOOM, GPT-NeoX and ChatGLM ``query_key_value`` (their ``modeling_*.py`` in transformers)."""
 
 
 class ParamSplit(FrozenModel):
@@ -54,7 +60,8 @@ def lora_params(model: ModelSpec, *, rank: int, targets: LoraTargets) -> int:
     """Adapter parameters over all layers for rank ``rank``."""
     h = model.hidden_size
     q, kv = widths(model)
-    attention = (h + q) + 2 * (h + kv) + (q + h)
+    qkv = h + q + 2 * kv if model.model_type in FUSED_QKV_MODEL_TYPES else (h + q) + 2 * (h + kv)
+    attention = qkv + (q + h)
     mats = 3 if model.mlp_kind == "gated" else 2
     width = model.intermediate_size
     if model.moe is not None and model.moe.shared_intermediate_size:

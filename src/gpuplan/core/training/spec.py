@@ -20,6 +20,7 @@ Checkpointing = Literal["none", "selective", "full"]
 Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw_8bit", "sgd"]
 ComputeDtype = Literal["bf16", "fp16", "fp8", "fp4"]
 LoraTargets = Literal["all", "attention"]
+KernelLaunch = Literal["eager", "fused"]
 
 MAX_SEQ_LEN = MAX_POSITIONS
 """A sequence is at most a model's positions (``core.model.spec.MAX_POSITIONS``)."""
@@ -53,6 +54,11 @@ class TrainingJob(FrozenModel):
     allow_long_seq: bool = Field(default=False, description="allow seq_len beyond the model's positions")
     optimizer_in_backward: bool = Field(
         default=False, description="optimizer step fused into backward: each gradient is freed once applied"
+    )
+    kernel_launch: KernelLaunch = Field(
+        default="eager",
+        description="eager PyTorch blocks (HF, PEFT, torchtune) or fused kernels (Megatron-Core/Transformer "
+        "Engine): how many kernels the host issues per layer (core.training.step)",
     )
 
     @property

@@ -12,7 +12,11 @@ t_ep      = 4 all-to-alls (dispatch, combine; fwd, bwd) per MoE layer per micro-
             node across nodes (core.training.moe); (1 − tp_overlap) of it is exposed
             routed-expert GEMMs run at the grouped-GEMM efficiency η_e of core.training.moe
 t_opt     = optimizer update streaming 32 bytes per local trainable parameter from HBM
+t_host    = micro-batches · local layers · passes · host_overhead_s: the CPU issuing the kernels
+            (passes: forward, activation and weight backward, + recompute); launches are asynchronous,
+            so only t_host − (t_compute + t_dequant) > 0 is exposed (launch-bound small steps)
 step      = t_pipe + exposed t_dp + exposed t_mp + exposed t_ep + t_opt (+ QLoRA dequantisation passes)
+            + exposed t_host
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class StepPrediction(FrozenModel):
     mp_comm_exposed_s: float
     optimizer_s: float
     dequant_s: float
+    host_s: float = Field(default=0.0, description="host (kernel launch) time the GPU waits for")
     tokens_per_s: float
     tokens_per_s_per_gpu: float
     model_tflops_per_gpu: float
@@ -68,7 +73,7 @@ class StepPrediction(FrozenModel):
     def breakdown(self) -> tuple[tuple[str, float], ...]:
         """The step's parts, which add up to ``step_time_s``: compute, exposed communication (data
         parallel; tensor/context/expert/pipeline), pipeline bubble, optimizer and other (QLoRA
-        dequantisation)."""
+        dequantisation) and host (kernel launches the GPU waits for)."""
         return (
             ("compute", self.compute_s),
             ("exposed comm, data parallel", self.dp_comm_exposed_s),
@@ -76,6 +81,7 @@ class StepPrediction(FrozenModel):
             ("pipeline bubble", self.bubble_s),
             ("optimizer", self.optimizer_s),
             ("other (QLoRA dequant)", self.dequant_s),
+            ("host (kernel launch)", self.host_s),
         )
 
 
@@ -107,6 +113,11 @@ def _mfu_key(ctx: _Ctx, path: str) -> str:
     return "int4" if ctx.job.method == "qlora" else path
 
 
+def machine_balance(gpu: GpuSpec, dtype: str) -> float:
+    """Dense peak FLOP/s of the ``dtype`` GEMM path over HBM bytes/s (``TrainingCalibration.mfu_for``)."""
+    return _peak(gpu, dtype)[0] / gpu.memory_bandwidth_bytes_per_s
+
+
 def mfu_key(*, gpu: GpuSpec, job: TrainingJob) -> str:
     """The ``family:dtype`` key of the ``mfu`` factor that prices this job's GEMMs on this GPU (the key a
     fit on measured steps must move): QLoRA reads ``int4``, fp8/fp4 their own peak where the GPU has
@@ -126,9 +137,10 @@ def compute_s(ctx: _Ctx) -> float:
     capped = power_cap(gpu, cal.power_limit_exponent)  # a PCIe/NVL board holds less than its spec peak
     peak *= capped
     size = ctx.model.hidden_size / (ctx.model.hidden_size + cal.gemm_half_width)
-    gemm_rate = peak * cal.mfu_for(gpu.family, _mfu_key(ctx, path)) * size
+    gemm_rate = peak * cal.mfu_for(gpu.family, _mfu_key(ctx, path), machine_balance(gpu, path)) * size
     bf16_peak = _peak(gpu, "bf16")[0] * capped
-    attn_rate = bf16_peak * cal.mfu_for(gpu.family, _mfu_key(ctx, "bf16")) * cal.attention_efficiency
+    bf16_mfu = cal.mfu_for(gpu.family, _mfu_key(ctx, "bf16"), machine_balance(gpu, "bf16"))
+    attn_rate = bf16_peak * bf16_mfu * cal.attention_efficiency
     gemm_s = tokens * flops.gemm / shards / gemm_rate * _expert_slowdown(ctx)
     passes = flops.gemm / max(forward_flops_per_token(ctx.model, job.seq_len).gemm, 1.0)
     weights = sum(shard_params(ctx.model, tp=lay.tp, pp=lay.pp, ep=lay.ep)) * SIXTEEN_BIT_BYTES
@@ -238,6 +250,28 @@ def _dequant_s(ctx: _Ctx) -> float:
     return ctx.micro_batches * passes * base * DEQUANT_BYTES_PER_PARAM / rate
 
 
+HOST_PASSES = {"none": 3.0, "selective": 3.0, "full": 4.0}
+"""Passes over a layer per micro-batch whose kernels the host issues: forward, activation backward and
+weight backward (the backward launches about twice the forward's kernels), plus the recomputed
+forward under full checkpointing (selective recomputation re-runs ops inside a pass)."""
+
+
+FUSED_LAUNCH_SHARE = 0.2
+"""Kernels per layer of a Transformer-Engine block relative to an eager HF/PEFT block: TE fuses the norm
+into the following GEMM (``LayerNormLinear``, ``LayerNormMLP``), runs attention in one fused kernel and
+the bias/activation and RoPE in fused ops (about 15 launches per forward against about 75 for an eager
+block with LoRA adapters: norm 8 ops ×2, q/k/v/o/gate/up/down with 5 adapter ops each, RoPE ~12):
+https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/pytorch.html."""
+
+
+def _host_s(ctx: _Ctx) -> float:
+    """Host time to issue all micro-batches' kernels on one GPU (``host_overhead_s`` per layer pass)."""
+    layers = ctx.model.num_layers / ctx.layout.pp
+    share = FUSED_LAUNCH_SHARE if ctx.job.kernel_launch == "fused" else 1.0
+    passes = HOST_PASSES[ctx.layout.checkpointing]
+    return ctx.micro_batches * layers * passes * share * ctx.cal.host_overhead_s
+
+
 def predict_step(
     model: ModelSpec, gpu: GpuSpec, job: TrainingJob, layout: TrainingLayout, cal: TrainingCalibration
 ) -> StepPrediction:
@@ -245,11 +279,12 @@ def predict_step(
     m = micro_batches_per_step(job, layout)
     ctx = _Ctx(model=model, gpu=gpu, job=job, layout=layout, cal=cal, micro_batches=m)
     t_compute = compute_s(ctx)
-    bubble = t_compute * (layout.pp - 1) / (layout.virtual_stages * m)
+    bubble = t_compute * (layout.pp - 1) / (interleaving(layout.pp, m, layout.virtual_stages) * m)
     dp_exposed = max(0.0, _dp_comm_s(ctx) - cal.dp_overlap * t_compute)
     mp_exposed = (1.0 - cal.tp_overlap) * _mp_comm_s(ctx) + (1.0 - cal.tp_overlap) * _ep_comm_s(ctx)
     opt, deq = _optimizer_s(ctx), _dequant_s(ctx)
-    step = t_compute + bubble + dp_exposed + mp_exposed + opt + deq
+    host = max(0.0, _host_s(ctx) - t_compute - deq)
+    step = t_compute + bubble + dp_exposed + mp_exposed + opt + deq + host
     tokens = job.global_batch * job.seq_len
     per_gpu = tokens / step / layout.num_gpus
     model_tflops = per_gpu * model_flops_per_token(model, job.seq_len, method=job.method) / TFLOPS
@@ -265,6 +300,7 @@ def predict_step(
         mp_comm_exposed_s=mp_exposed,
         optimizer_s=opt,
         dequant_s=deq,
+        host_s=host,
         tokens_per_s=tokens / step,
         tokens_per_s_per_gpu=per_gpu,
         model_tflops_per_gpu=model_tflops,
@@ -273,7 +309,17 @@ def predict_step(
     )
 
 
+def interleaving(pp: int, micro_batches: int, virtual_stages: int) -> int:
+    """Chunks per rank that shorten the bubble: the interleaved schedule needs at least ``pp``
+    micro-batches in flight (Megatron-LM requires their number to be a multiple of the pipeline size,
+    Narayanan et al. 2021 §2.2.2); with fewer, each micro-batch crosses the ranks v times in turn and
+    the bubble is plain 1F1B's."""
+    return virtual_stages if micro_batches >= pp else 1
+
+
 def pipeline_bubble_fraction(*, pp: int, micro_batches: int, virtual_stages: int = 1) -> float:
     """Share of a 1F1B step the pipeline idles: (p − 1)/(v·m + p − 1), i.e. bubble time (p − 1)/(v·m) of
-    the ideal time; v = 1 is plain 1F1B (Narayanan et al. 2021 §2.2.1-2.2.2)."""
-    return (pp - 1) / (virtual_stages * micro_batches + pp - 1)
+    the ideal time; v = 1 is plain 1F1B (Narayanan et al. 2021 §2.2.1-2.2.2), and so is any v when
+    m < p (:func:`interleaving`)."""
+    v = interleaving(pp, micro_batches, virtual_stages)
+    return (pp - 1) / (v * micro_batches + pp - 1)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from gpuplan.core.redact import redact
-from gpuplan.interfaces.cli import render
+from gpuplan.interfaces.cli import render, server_rows
 from gpuplan.interfaces.cli.app import app
 
 __all__ = [
@@ -86,12 +86,33 @@ def summary_table(s: dict[str, Any]) -> None:
     ]
     render.table("latency", ["metric", *STATS], rows)
     _selected_table(s.get("selected_percentiles") or {})
+    _server_tables(s)
     if s["errors"]:
         render.lines([f"{k}: {v}" for k, v in sorted(s["errors"].items())], title="errors")
     if s.get("finish_reasons"):  # a run stored before finish reasons were kept has none
         render.lines([f"{k}: {v}" for k, v in sorted(s["finish_reasons"].items())], title="finish_reason")
     for warning in s.get("warnings") or ():
         render.err_console.print(f"warning: {warning}", highlight=False)
+
+
+def _server_tables(s: dict[str, Any]) -> None:
+    """The server's view beside the client's, when ``/metrics`` was scraped (a failed scrape: its error)."""
+    if (view := s.get("server_vs_client")) is not None:
+        if rows := server_rows.latency_rows(view):
+            render.table(
+                "server vs client latency, ms (/metrics histograms)", server_rows.LATENCY_HEADERS, rows
+            )
+        if rows := server_rows.counter_rows(view):
+            render.table("server vs client counts", server_rows.COUNTER_HEADERS, rows)
+        if rows := server_rows.load_rows(view):
+            render.table("server load", server_rows.LOAD_HEADERS, rows)
+    scraped = s.get("server_metrics") or {}
+    errors = (scraped.get("timeline") or {}).get("errors") or []
+    if errors or "error" in scraped.get("after", {}):
+        first = errors[0]["error"] if errors else scraped["after"]["error"]
+        render.err_console.print(
+            f"warning: /metrics scrape failed ({len(errors) or 1}x): {first}", highlight=False
+        )
 
 
 def _selected_table(selected: dict[str, dict[str, float | None]]) -> None:

@@ -1,5 +1,6 @@
-"""``gpuplan bench serve``: load-test an OpenAI-compatible endpoint (one run, a sweep of rates, or the
-highest rate under a P99 SLO), every request stored as it completes (docs/bench.md)."""
+"""``gpuplan bench serve``: load-test an OpenAI-compatible endpoint (one run, a sweep of rates, GuideLLM's
+``--profile sweep`` or the highest rate under a P99 SLO), every request stored as it completes
+(docs/bench.md)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from gpuplan.interfaces.cli.serve_options import (
     GoodputOpt,
     GpuOpt,
     HeaderOpt,
+    HfOutputLenOpt,
+    HfSplitOpt,
+    HfSubsetOpt,
     IgnoreEosOpt,
     InputOpt,
     LabelOpt,
@@ -33,12 +37,14 @@ from gpuplan.interfaces.cli.serve_options import (
     MaxErrorsOpt,
     MetadataOpt,
     MetricPctOpt,
+    MetricsIntervalOpt,
     MetricsUrlOpt,
     NumPrefixesOpt,
     NumPromptsOpt,
     OutputOpt,
     PctMetricsOpt,
     PrefixLenOpt,
+    ProfileOpt,
     ProgressOpt,
     PromptsOpt,
     RangeRatioOpt,
@@ -66,19 +72,23 @@ SEARCH_LIMIT_FLAGS = {"ttft_p99_ms": "--slo-ttft-p99-ms", "tpot_p99_ms": "--slo-
 
 NO_TIME_BOUND_S = 86_400.0
 """The duration of a ``--num-prompts`` run without ``--duration``: the config's cap, one day (the count ends it)."""
+SWEEP_BASE_RATE_RPS = 1.0
+"""The rate of the config a ``--profile sweep`` is built from: only to validate it as an open loop (so
+``--max-concurrency`` is accepted); every level replaces the load (``sweep_profile``)."""
 
 
 @dataclass(frozen=True)
 class ServeRequest:
     """What ``bench serve`` was asked: the validated load (None when resuming), the run to resume,
-    the rates of a sweep, the SLO search ``(its P99 limits, most runs)`` when asked, and the secrets
-    (key, headers) to resume with."""
+    the rates of a sweep, the SLO search ``(its P99 limits, most runs)`` when asked, the secrets
+    (key, headers) to resume with, and the levels of a ``--profile sweep``."""
 
     config: LoadConfig | None
     resume: str | None
     sweep_rates_rps: list[float]
     slo_search: tuple[Sla, int] | None
     access: Access
+    sweep_size: int | None = None
 
 
 # fmt: off
@@ -91,7 +101,7 @@ def bench_serve(
     concurrency: Annotated[int | None, typer.Option(help="closed loop: requests in flight")] = None,
     max_concurrency: MaxConcOpt = None, num_prompts: NumPromptsOpt = None, trace: TraceOpt = None,
     rates: Annotated[str | None, typer.Option(help="sweep: one run per rate, e.g. 10,20,40")] = None,
-    max_rate_under_slo: SearchOpt = False,
+    profile: ProfileOpt = None, max_rate_under_slo: SearchOpt = False,
     slo_ttft_p99_ms: Annotated[float | None, typer.Option(help="P99 TTFT limit of the search")] = None,
     slo_tpot_p99_ms: Annotated[float | None, typer.Option(help="P99 TPOT limit of the search")] = None,
     search_steps: Annotated[int, typer.Option(help="most runs the search makes")] = 8,
@@ -101,6 +111,7 @@ def bench_serve(
     warmup: Annotated[float, typer.Option(help="seconds of load before measuring")] = 0.0,
     input_tokens: InputOpt = 256, output_tokens: OutputOpt = 128, random_range_ratio: RangeRatioOpt = 0.0,
     prompts: PromptsOpt = None, dataset_name: DatasetOpt = "random", dataset_path: DatasetPathOpt = None,
+    hf_split: HfSplitOpt = None, hf_subset: HfSubsetOpt = None, hf_output_len: HfOutputLenOpt = None,
     api: Annotated[str, typer.Option(help="completions or chat")] = "completions",
     api_key: ApiKeyOpt = None, header: HeaderOpt = None, extra_body: ExtraBodyOpt = None,
     temperature: TemperatureOpt = 0.0, top_p: TopPOpt = None, top_k: TopKOpt = None,
@@ -110,6 +121,7 @@ def bench_serve(
     timeout: Annotated[float, typer.Option(help="per-request timeout, s")] = 60.0,
     workers: Annotated[int, typer.Option(help="client processes sharing the schedule")] = 1,
     scrape_metrics: ScrapeOpt = False, metrics_url: MetricsUrlOpt = None, seed: Annotated[int, typer.Option()] = 0,
+    metrics_interval_s: MetricsIntervalOpt = 1.0,
     resume: Annotated[str | None, typer.Option(help="RUN_ID of an interrupted run to complete")] = None,
     prefix_len: PrefixLenOpt = None, num_prefixes: NumPrefixesOpt = None, goodput: GoodputOpt = None,
     percentile_metrics: PctMetricsOpt = None, metric_percentiles: MetricPctOpt = None,
@@ -122,7 +134,7 @@ def bench_serve(
     given = dict(locals())
     shape = fmt(format)
     search = (_search_sla(slo_ttft_p99_ms, slo_tpot_p99_ms), search_steps) if max_rate_under_slo else None
-    request = _request(_load(given), rates, resume, search)
+    request = _request(_load(given), rates, resume, search, profile)
     with _progress(progress if progress is not None else sys.stderr.isatty()) as hooks:
         _run(request, store, hooks, shape)
 # fmt: on
@@ -146,6 +158,7 @@ def _load(given: dict[str, Any]) -> dict[str, Any]:
         "output_tokens": given["output_tokens"], "seed": given["seed"], "request_timeout_s": given["timeout"],
         "slo_ttft_ms": given["slo_ttft_ms"], "slo_tpot_ms": given["slo_tpot_ms"], "workers": given["workers"],
         "metrics_url": given["metrics_url"] or _default_metrics_url(given["url"], given["scrape_metrics"]),
+        "metrics_interval_s": given["metrics_interval_s"],
         "api_key": given["api_key"], "headers": flags.headers(given["header"]),
         "extra_body": flags.extra_body(given["extra_body"]), "temperature": given["temperature"],
         "top_p": given["top_p"], "top_k": given["top_k"], "ignore_eos": given["ignore_eos"],
@@ -165,6 +178,9 @@ def _workload_extras(given: dict[str, Any]) -> dict[str, Any]:
         "num_prefixes": given["num_prefixes"],
         "percentile_metrics": flags.comma_list("--percentile-metrics", given["percentile_metrics"]),
         "metric_percentiles": flags.comma_list("--metric-percentiles", given["metric_percentiles"]),
+        "hf_split": given["hf_split"],
+        "hf_subset": given["hf_subset"],
+        "hf_output_len": given["hf_output_len"],
     }
     sized = extras["prefix_len"] is not None or extras["num_prefixes"] is not None
     if sized and given["dataset_name"].replace("-", "_") != "prefix_repetition":
@@ -199,15 +215,40 @@ def _request(
     rates: str | None,
     resume: str | None,
     slo_search: tuple[Sla, int] | None,
+    profile: str | None = None,
 ) -> ServeRequest:
-    """The flags as one request; a sweep or search without --rate starts at its first rate."""
+    """The flags as one request; a sweep or search without --rate starts at its first rate; a
+    ``--profile sweep`` reads ``--rate`` as its number of levels."""
+    from gpuplan.adapters.bench.load import flags
     from gpuplan.usecases.bench_serve import Access
 
     sweep_rates_rps = _rates_rps(rates)
+    size = flags.sweep_size(profile, load["rate_rps"], load["all_at_once"])
+    if size is not None:
+        _check_profile_alone(load, bool(sweep_rates_rps), slo_search is not None, resume)
+        load["rate_rps"] = SWEEP_BASE_RATE_RPS
     if (sweep_rates_rps or slo_search is not None) and resume is None:
         load["rate_rps"] = load["rate_rps"] or (sweep_rates_rps[0] if sweep_rates_rps else None)
     config = None if resume is not None else _load_config(load)
-    return ServeRequest(config, resume, sweep_rates_rps, slo_search, Access(load["api_key"], load["headers"]))
+    access = Access(load["api_key"], load["headers"])
+    return ServeRequest(config, resume, sweep_rates_rps, slo_search, access, size)
+
+
+def _check_profile_alone(load: dict[str, Any], rates: bool, search: bool, resume: str | None) -> None:
+    """``--profile sweep`` sets every level's load itself: a flag that sets a load too is refused."""
+    given = {
+        "--rates": rates,
+        "--max-rate-under-slo": search,
+        "--resume": resume is not None,
+        "--concurrency": load["concurrency"] is not None,
+        "--trace": load["trace_path"] is not None,
+    }
+    clash = [flag for flag, on in given.items() if on]
+    if clash:
+        raise UserInputError(
+            f"--profile sweep sets the load of each level itself: drop {clash[0]}",
+            hint="--profile sweep --rate N: N levels, from one request at a time to the saturation rate",
+        )
 
 
 def _rates_rps(text: str | None) -> list[float]:
@@ -241,10 +282,14 @@ def _load_config(load: dict[str, Any]) -> LoadConfig:
 
 
 def _run(request: ServeRequest, store: str | None, hooks: Hooks, shape: str) -> None:
+    from gpuplan.interfaces.cli import serve_searches
+
     if request.slo_search is not None:
-        _slo_search(request.config, store, hooks, shape, request.slo_search)
+        serve_searches.slo_search(request.config, store, hooks, shape, request.slo_search)
+    elif request.sweep_size is not None:
+        serve_searches.profile_sweep(request.config, store, hooks, shape, request.sweep_size)
     elif request.sweep_rates_rps:
-        _sweep(request.config, store, hooks, shape, request.sweep_rates_rps)
+        serve_searches.sweep(request.config, store, hooks, shape, request.sweep_rates_rps)
     else:
         _single(request.config, store, request.resume, hooks, shape, request.access)
 
@@ -289,55 +334,3 @@ def _single(
         render.emit_json(summary)
         return
     summary_table(summary.model_dump(mode="json"))
-
-
-def _sweep(
-    config: LoadConfig | None, store: str | None, hooks: Hooks, shape: str, rates_rps: list[float]
-) -> None:
-    from gpuplan.usecases.bench_serve import sweep_rates
-
-    summaries = sweep_rates(config, rates_rps, store, hooks)
-    if shape == "json":
-        render.emit_json([s.model_dump(mode="json") for s in summaries])
-        return
-    goodput = any(s.goodput_rps is not None for s in summaries)
-    headers = ["target req/s", "achieved", "ok", "failed", "TTFT p50", "TTFT p99 (sched)", "TPOT p99"]
-    headers += ["ITL mean", "out tok/s", *(["goodput req/s"] if goodput else []), "run"]
-    rows = [
-        [
-            s.target_rate_rps, s.achieved_rate_rps, s.requests_completed, s.requests_failed, s.ttft_ms.p50,
-            s.ttft_from_schedule_ms.p99, s.tpot_ms.p99, s.itl_ms.mean, s.output_tokens_per_s,
-            *([s.goodput_rps] if goodput else []), s.run_id[:12],
-        ]
-        for s in summaries
-    ]  # fmt: skip
-    render.table("sweep", headers, rows)
-
-
-def _slo_search(
-    config: LoadConfig | None, store: str | None, hooks: Hooks, shape: str, search: tuple[Sla, int]
-) -> None:
-    from gpuplan.usecases.bench_serve import max_rate_under_slo
-
-    sla, steps = search
-    result = max_rate_under_slo(config, sla, steps, store, hooks)
-    if shape == "json":
-        render.emit_json(result)
-        return
-    render.table(
-        "max rate under SLO",
-        ["rate req/s", "passed", "achieved", "TTFT p99 (sched)", "TPOT p99", "failed share", "run"],
-        [
-            [
-                st.rate_rps,
-                "yes" if st.passed else "no",
-                st.achieved_rate_rps,
-                st.ttft_p99_ms,
-                st.tpot_p99_ms,
-                st.failed_share,
-                st.run_id[:12],
-            ]
-            for st in result.steps
-        ],
-    )
-    render.console.print(f"max rate under SLO: {result.max_rate_under_slo_rps} req/s", highlight=False)

@@ -56,12 +56,15 @@ def simulate_cmd(
     spec_acceptance: ff.SpecAcceptanceOpt = None,
     draft_model: ff.DraftModelOpt = None,
     prefix_hit_rate: ff.PrefixHitRateOpt = None,
+    engine_version: ff.EngineVersionOpt = None,
     interval: IntervalOpt = DEFAULT_LEVEL,
 ) -> None:
     """Simulate continuous batching on one deployment: P50-P99 latencies, throughput, goodput, KV use."""
     out_format = fmt(format)
     text = read_text(scenario, "scenario")
-    features = DeploymentFeatures(spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate)
+    features = DeploymentFeatures(
+        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate, engine_version
+    )
     sc = with_features(parse_simulate_scenario(text, origin=str(scenario)), features)
     cal, sure = load_calibration(calibration) if calibration else None, uncertainty_from(interval)
     with progress_bar("simulating") as progress:

@@ -43,11 +43,13 @@ from gpuplan.usecases.train import (
     plan_training,
     resolve_method,
     tokens_to_train,
+    with_inter_node_gbps,
 )
 from gpuplan.usecases.train_intervals import with_training_intervals
 from gpuplan.usecases.training_plan import TrainPlan
 
 __all__ = [
+    "InterNodeGbpsOpt",
     "MethodOpt",
     "TrainFlags",
     "predict_training_scenario",
@@ -65,6 +67,12 @@ def _training_calibration(path: Path | None) -> TrainingCalibration | None:
     return load_training_calibration(path) if path else None
 
 
+InterNodeGbpsOpt = Annotated[
+    float | None,
+    typer.Option(help="scale-out bandwidth per GPU, Gb/s one direction (default 400: NDR InfiniBand)"),
+]
+
+
 @app.command("train-plan")
 @guarded
 def train_plan(
@@ -80,10 +88,7 @@ def train_plan(
     max_gpus: Annotated[int, typer.Option(help="largest GPU count to try")] = 64,
     deadline_hours: Annotated[float | None, typer.Option(help="wall-time limit")] = None,
     objective: Annotated[str, typer.Option(help="time | cost")] = "time",
-    inter_node_gbps: Annotated[
-        float | None,
-        typer.Option(help="scale-out bandwidth per GPU, Gb/s one direction (default 400: NDR InfiniBand)"),
-    ] = None,
+    inter_node_gbps: InterNodeGbpsOpt = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     provider: ProviderOpt = None,
@@ -122,6 +127,7 @@ class TrainFlags:
     seq_len: int | None
     tokens: float | None
     global_batch: int | None
+    inter_node_gbps: float | None = None
 
 
 def recommend_training(
@@ -139,12 +145,14 @@ def recommend_training(
     catalog: CatalogOpt,
     calibration: Path | None = None,
     basis: tuple[str | None, str | None] = (None, None),
+    inter_node_gbps: float | None = None,
 ) -> None:
     """``gpuplan recommend --task train|finetune``: rank training plans (time, or cost when asked), with
     the training factors of a ``--calibration`` profile when given; ``basis`` is (``--provider``,
     ``--price-basis``)."""
     if not (model and seq_len and tokens):
         raise UserInputError(f"recommend --task {task} needs --model, --seq-len and --tokens")
+    check_inter_node_gbps(inter_node_gbps)
     req = TrainPlanRequest.model_validate(
         {
             "model": model,
@@ -155,6 +163,7 @@ def recommend_training(
             "max_gpus": max_gpus,
             "objective": "cost" if objective == "cost" else "time",
             "gpus": tuple(g.strip() for g in gpus.split(",") if g.strip()) if gpus else (),
+            "inter_node_gbps": inter_node_gbps,
         }
     )
     cat = catalog_from(catalog)
@@ -238,8 +247,9 @@ def _plan_table(result: TrainPlanResult) -> None:
 
 def _breakdown_table(title: str, names: list[str], steps: list[StepPrediction]) -> None:
     """One row per plan: the parts of its step (``StepPrediction.breakdown``: compute, exposed
-    communication, pipeline bubble, optimizer and other), which add up to its step time."""
-    columns = ["plan", "compute", "comm DP", "comm TP/CP/EP/PP", "bubble", "optimizer", "other"]
+    communication, pipeline bubble, optimizer, QLoRA dequantisation and host launch time the GPU waits
+    for), which add up to its step time."""
+    columns = ["plan", "compute", "comm DP", "comm TP/CP/EP/PP", "bubble", "optimizer", "dequant", "host"]
     rows = [
         [name, *[seconds for _, seconds in step.breakdown()]] for name, step in zip(names, steps, strict=True)
     ]
@@ -269,22 +279,16 @@ def train_fit(
     lora_rank: Annotated[int, typer.Option()] = 16,
     dtype: Annotated[str, typer.Option(help="bf16 | fp8 | fp4")] = "bf16",
     allow_long_seq: Annotated[bool, typer.Option(help="allow seq_len beyond the model's positions")] = False,
+    inter_node_gbps: InterNodeGbpsOpt = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
     """Training memory per GPU (weights, grads, optimizer, activations) and step time of one layout."""
-    out = fmt(format)
+    out, gbps = fmt(format), check_inter_node_gbps(inter_node_gbps)
     degrees = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep}  # tensor, pipeline, data, context, expert
-    layout = TrainingLayout.model_validate(
-        {
-            **degrees,
-            "virtual_stages": virtual_stages,
-            "zero_stage": zero,
-            "micro_batch": micro_batch,
-            "checkpointing": checkpointing,
-        }
-    )
+    knobs = {"virtual_stages": virtual_stages, "zero_stage": zero, "checkpointing": checkpointing}
+    layout = TrainingLayout.model_validate({**degrees, **knobs, "micro_batch": micro_batch})
     job = TrainingJob.model_validate(
         {
             "method": resolve_method(method),
@@ -296,7 +300,7 @@ def train_fit(
             "allow_long_seq": allow_long_seq,
         }
     )
-    cal = _training_calibration(calibration)
+    cal = with_inter_node_gbps(_training_calibration(calibration), gbps)
     _show_fit(fit_training(model, gpu, job, layout, catalog_from(catalog), cal), out)
 
 

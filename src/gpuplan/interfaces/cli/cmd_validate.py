@@ -9,8 +9,10 @@ import typer
 
 from gpuplan.core.errors import UserInputError
 from gpuplan.data.bundled_calibration import default_calibration
-from gpuplan.interfaces.cli import views
+from gpuplan.interfaces.cli import validate_views, views
 from gpuplan.interfaces.cli.app import CatalogOpt, FormatOpt, app, catalog_from, fmt, guarded
+from gpuplan.usecases.validation.breakdown import grouped
+from gpuplan.usecases.validation.report import GroupStats
 
 
 @app.command()
@@ -30,6 +32,10 @@ def validate(
     interval: Annotated[
         float | None, typer.Option(help="interval level, 0.5..0.99 (default 0.8; implies --intervals)")
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(help="also group the error by framework, class (dense/moe), method, gpu, model"),
+    ] = None,
     catalog: CatalogOpt = None,
     format: FormatOpt = "table",
 ) -> None:
@@ -38,8 +44,10 @@ def validate(
     from gpuplan.usecases.calibration.crossval import cross_validate_file
     from gpuplan.usecases.calibration.published_serving import refit_file
     from gpuplan.usecases.validation import service as validation
+    from gpuplan.usecases.validation.breakdown import parse_by
     from gpuplan.usecases.validation.intervals import DEFAULT_INTERVAL
 
+    keys = parse_by(by) if by is not None else ()
     chosen = [g.strip().upper() for g in grades.split(",") if g.strip()]
     cat = catalog_from(catalog)
     cal = default_calibration()
@@ -50,8 +58,17 @@ def validate(
                 "--intervals does not combine with --cross-validate",
                 hint="the error model's held-out coverage is in docs/validate.md (Intervals)",
             )
-        views.cross_validation(cross_validate_file(cases, cat, grades=chosen, by=cross_validate), fmt(format))
+        held_out = grouped(cases, cross_validate_file(cases, cat, grades=chosen, by=cross_validate), keys)
+        views.cross_validation(held_out, fmt(format))
+        _breakdown_table(held_out.breakdown, fmt(format), "Held-out error by " + ", ".join(keys))
         return
     if fit_out is not None:
         cal = refit_file(cases, cat, grades=chosen, out=fit_out)
-    views.validation(validation.validate(cases, cat, cal, grades=chosen, interval=level), fmt(format))
+    report = grouped(cases, validation.validate(cases, cat, cal, grades=chosen, interval=level), keys)
+    views.validation(report, fmt(format))
+    _breakdown_table(report.breakdown, fmt(format), "By " + ", ".join(keys))
+
+
+def _breakdown_table(groups: list[GroupStats], f: str, title: str) -> None:
+    if f != "json":
+        validate_views.breakdown(groups, title=title)

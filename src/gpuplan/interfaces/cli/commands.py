@@ -40,7 +40,12 @@ from gpuplan.interfaces.cli.app import (
     refuse_flags,
     uncertainty_from,
 )
-from gpuplan.interfaces.cli.cmd_train import TrainFlags, predict_training_scenario, recommend_training
+from gpuplan.interfaces.cli.cmd_train import (
+    InterNodeGbpsOpt,
+    TrainFlags,
+    predict_training_scenario,
+    recommend_training,
+)
 from gpuplan.interfaces.cli.render import note, progress_bar
 from gpuplan.interfaces.cli.serving_flags import (
     DOCUMENT_IS_THE_REQUEST,
@@ -173,12 +178,13 @@ def predict(
     spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
     draft_model: feature_flags.DraftModelOpt = None,
     prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
+    engine_version: feature_flags.EngineVersionOpt = None,
 ) -> None:
     """Latency, throughput and cost of one deployment on one workload (a ``training`` section: step time
     and memory). Reads simulate's document, its ``workload`` only (``arrival``, ``simulation``, ``sla``: simulate's)."""
     text = read_scenario_text(scenario)
     features = resolve.DeploymentFeatures(
-        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate
+        spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate, engine_version
     )
     if is_training_document(text):
         refuse_flags((" by a training scenario", "drop them"), **features.given())
@@ -217,6 +223,7 @@ def recommend(
     seq_len: SeqLenOpt = None,
     tokens: TokensOpt = None,
     global_batch: GlobalBatchOpt = None,
+    inter_node_gbps: InterNodeGbpsOpt = None,
     plot: Annotated[Path | None, typer.Option(help="also write the charts to FILE.html or FILE.png")] = None,
     calibration: CalibrationOpt = None,
     catalog: CatalogOpt = None,
@@ -235,11 +242,12 @@ def recommend(
     spec_acceptance: feature_flags.SpecAcceptanceOpt = None,
     draft_model: feature_flags.DraftModelOpt = None,
     prefix_hit_rate: feature_flags.PrefixHitRateOpt = None,
+    engine_version: feature_flags.EngineVersionOpt = None,
 ) -> None:
     """The cheapest plan that meets the SLA, the runner-ups, why not the others (--task train|finetune: training)."""
-    spec = (spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate)
+    spec = (spec_method, spec_tokens, spec_acceptance, draft_model, prefix_hit_rate, engine_version)
     features = resolve.DeploymentFeatures(*spec)
-    train = TrainFlags(method=method, seq_len=seq_len, tokens=tokens, global_batch=global_batch)
+    train = TrainFlags(method, seq_len, tokens, global_batch, inter_node_gbps)
     flags, sure = ServingFlags.of(locals(), features=features), uncertainty_from(interval, confidence)
     files, basis = _Files(calibration, catalog, format, plot), (provider, price_basis)
     _recommend_task(task, flags, train, scenario, example, files, basis, sure)
@@ -294,6 +302,7 @@ def _recommend_training_task(
         task=task, method=train.method or "full", model=flags.model, seq_len=train.seq_len, tokens=train.tokens,
         gpus=flags.gpus, global_batch=train.global_batch or TRAIN_GLOBAL_BATCH, max_gpus=flags.max_gpus,
         objective=flags.objective, out=out, catalog=catalog, calibration=calibration, basis=basis,
+        inter_node_gbps=train.inter_node_gbps,
     )  # fmt: skip
 
 

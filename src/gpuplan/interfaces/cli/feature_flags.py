@@ -36,3 +36,11 @@ PrefixHitRateOpt = Annotated[
         "--prefix-hit-rate", help="share of each prompt found in the prefix cache, in [0, 1) [default: 0]"
     ),
 ]
+EngineVersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine-version",
+        help="the engine release you run, e.g. 0.14.1: its release line's factors and scheduling "
+        "[default: the engine's own factors]",
+    ),
+]

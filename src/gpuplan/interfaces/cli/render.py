@@ -76,7 +76,7 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) 
         t.add_column(
             c,
             justify="left"
-            if c in ("id", "gpu", "model", "metric", "reason", "layout", "note", "part")
+            if c in ("id", "gpu", "model", "metric", "reason", "layout", "note", "part", "level")
             else "right",
         )
     for r in rows:

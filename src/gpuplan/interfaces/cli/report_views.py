@@ -11,6 +11,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from gpuplan.interfaces.cli.server_rows import LATENCY_HEADERS, latency_rows
 from gpuplan.usecases.results_report.model import LATENCIES, Report, RunView
 
 Table = tuple[str, str, list[str], list[list[str]]]
@@ -48,6 +49,10 @@ def _num(value: float | None, digits: int = 4) -> str:
     if value is None:
         return "-"
     return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:,.0f}"
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, str) else _num(value if isinstance(value, int | float) else None)
 
 
 def _load(view: RunView) -> str:
@@ -101,6 +106,16 @@ def summary_table(report: Report) -> Table:
     return ("summary", "Measured summary", headers, rows)
 
 
+def server_table(report: Report) -> Table:
+    """Server-side (``/metrics`` histograms) beside client-side latency, for the runs that scraped it."""
+    rows = []
+    for v in report.runs:
+        view = v.summary.get("server_vs_client")
+        for row in latency_rows(view) if isinstance(view, dict) else ():
+            rows.append([v.run.run_id[:12], *(_cell(c) for c in row)])
+    return ("server", "Server-side vs client-side latency (ms)", ["run", *LATENCY_HEADERS], rows)
+
+
 def prediction_table(report: Report) -> Table:
     """Measured against predicted at each run's own load (runs with a known deployment)."""
     rows = []
@@ -124,8 +139,8 @@ def prediction_table(report: Report) -> Table:
 
 def tables(report: Report) -> list[Table]:
     found = [conditions_table(report), summary_table(report)]
-    predicted = prediction_table(report)
-    return [*found, predicted] if predicted[3] else found
+    optional = (server_table(report), prediction_table(report))
+    return found + [table for table in optional if table[3]]
 
 
 def _html_table(table: Table) -> str:

@@ -19,6 +19,14 @@ SearchOpt = Annotated[
         "--max-rate-under-slo", help="search the highest rate meeting --slo-ttft-p99-ms/--slo-tpot-p99-ms"
     ),
 ]
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        "--rate-type",
+        help="sweep: GuideLLM's sweep (one at a time, saturation, then rates between; --rate N = levels, default 10)",
+    ),
+]
 DurationOpt = Annotated[
     float | None,
     typer.Option(
@@ -26,8 +34,13 @@ DurationOpt = Annotated[
     ),
 ]
 PromptsOpt = Annotated[Path | None, typer.Option(help='JSONL prompts ({"prompt": ...} per line), in turn')]
-ScrapeOpt = Annotated[bool, typer.Option("--scrape-metrics", help="scrape URL/metrics before/after")]
+ScrapeOpt = Annotated[
+    bool, typer.Option("--scrape-metrics", help="scrape URL/metrics before, during and after the run")
+]
 MetricsUrlOpt = Annotated[str | None, typer.Option(help="Prometheus endpoint to scrape (implies scraping)")]
+MetricsIntervalOpt = Annotated[
+    float, typer.Option("--metrics-interval-s", help="seconds between scrapes during the run")
+]
 ProgressOpt = Annotated[
     bool | None,
     typer.Option(
@@ -55,7 +68,15 @@ MaxConcOpt = Annotated[int | None, typer.Option(help="open loop: most requests i
 RangeRatioOpt = Annotated[float, typer.Option(help="lengths uniform in L(1-r)..L(1+r), 0 <= r < 1")]
 DatasetOpt = Annotated[
     str,
-    typer.Option(help="random (synthetic), sharegpt (--dataset-path) or prefix_repetition (shared prefixes)"),
+    typer.Option(
+        help="random (synthetic), sharegpt (--dataset-path FILE.json), hf (--dataset-path DIR: a local Hugging "
+        "Face dataset) or prefix_repetition (shared prefixes)"
+    ),
+]
+HfSplitOpt = Annotated[str | None, typer.Option(help="hf: the dataset's split (default: its only one)")]
+HfSubsetOpt = Annotated[str | None, typer.Option(help="hf: the config, a folder of --dataset-path")]
+HfOutputLenOpt = Annotated[
+    int | None, typer.Option(help="hf: max_tokens of every request (default: each answer's length)")
 ]
 PrefixLenOpt = Annotated[
     int | None,
@@ -76,7 +97,9 @@ GoodputOpt = Annotated[
 ]
 LabelOpt = Annotated[str | None, typer.Option(help="a name stored with the run")]
 MetadataOpt = Annotated[list[str] | None, typer.Option(help="KEY=VALUE stored with the run (repeatable)")]
-DatasetPathOpt = Annotated[Path | None, typer.Option(help="ShareGPT-format JSON file")]
+DatasetPathOpt = Annotated[
+    Path | None, typer.Option(help="ShareGPT-format JSON file, or a local Hugging Face dataset (hf)")
+]
 InputOpt = Annotated[
     int,
     typer.Option(

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.adapters.models.hf_config import parse_hf_config
-from gpuplan.adapters.models.registry import HUB_HINT, aliases, bundled_ids, list_models
+from gpuplan.adapters.models.registry import aliases, bundled_ids, hub_hint, list_models
 from gpuplan.adapters.scenario_files.simulate import SimulateScenario
 from gpuplan.core.calibration.uncertainty import Uncertainty
 from gpuplan.core.errors import FileFormatError, UnknownNameError, UserInputError
@@ -99,7 +99,7 @@ def model_spec(name: str, config_json: dict[str, Any] | None) -> ModelSpec | Non
             raise FieldError(exc.message, field="config_json", hint=exc.hint) from None
     known = {m.lower() for m in (*bundled_ids(), *aliases())}
     if name.strip().lower() not in known:
-        raise UnknownNameError("model", name.strip(), [*bundled_ids(), *aliases()], hint=HUB_HINT)
+        raise UnknownNameError("model", name.strip(), [*bundled_ids(), *aliases()], hint=hub_hint())
     return None
 
 

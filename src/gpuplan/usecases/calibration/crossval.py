@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from gpuplan.adapters.catalog.loader import Catalog
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.errors import UserInputError
@@ -29,7 +31,7 @@ from gpuplan.usecases.calibration.release_lines import RELEASE_LINE_GRADES, fit_
 from gpuplan.usecases.validation.cases import Case, read_cases
 from gpuplan.usecases.validation.predict import RowResult, predict_case
 from gpuplan.usecases.validation.predict_sweep import finite_prompts
-from gpuplan.usecases.validation.report import MetricStats, Summary, stats, summarise
+from gpuplan.usecases.validation.report import GroupStats, MetricStats, Summary, stats, summarise
 
 GroupBy = Literal["gpu", "model"]
 GROUPINGS: dict[str, GroupBy] = {"gpu": "gpu", "model": "model"}
@@ -57,6 +59,8 @@ class CrossValidation(FrozenModel):
     folds: list[FoldResult]
     summary: Summary
     rows: list[RowResult]
+    breakdown: list[GroupStats] = Field(default_factory=list)
+    """The held-out rows grouped by ``validate --by`` (empty without it)."""
 
 
 def _key(by: GroupBy) -> Callable[[Case], str]:

@@ -29,10 +29,10 @@ MIN_TRAINING_FIT_ROWS = 10
 
 
 def training_prior(bundled: TrainingCalibration) -> TrainingCalibration:
-    """The bundled training factors less every per-family MFU (only ``default:*`` kept), so no fold
-    starts from a family factor fitted on its own GPU."""
+    """The bundled training factors less every per-family MFU (only ``default:*`` kept) and their
+    machine balances, so no fold starts from a family factor fitted on its own GPU."""
     mfu = {k: v for k, v in bundled.mfu.items() if k.split(":")[0] == DEFAULT_KEY}
-    return bundled.model_copy(update={"mfu": mfu})
+    return bundled.model_copy(update={"mfu": mfu, "balance_flop_per_byte": {}})
 
 
 def cross_validate_training(

@@ -10,6 +10,7 @@ when at least ``MIN_ROWS_PER_FACTOR`` rows exercise it (never one constant per r
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,10 +23,12 @@ from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.calibration.solver import Param, exercised_factors, log_ratio, solve_log_space, with_factors
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.errors import GpuplanError
+from gpuplan.core.training.step import machine_balance
 from gpuplan.data.bundled_calibration import default_training_calibration
 from gpuplan.usecases.calibration.profile import fit_provenance
 from gpuplan.usecases.validation.cases import Case, Skip, read_cases
 from gpuplan.usecases.validation.predict_training import THROUGHPUT_METRICS, predict_training_with
+from gpuplan.usecases.validation.training_rows import fused_kernels, training_dtype
 
 PRIOR_SIGMA = 0.35
 """Prior width in log space (≈ ±40 %) for every factor."""
@@ -38,6 +41,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "dequant_bandwidth_efficiency": (0.01, 1.0),
     "expert_gemm_efficiency": (0.1, 1.5),
     "expert_tokens_half": (1.0, 65536.0),
+    "host_overhead_s": (1e-5, 1e-2),
 }
 MIN_LOG_BOUND = 1e-3
 """Smallest factor value the fit works with: a lower bound of 0 (``tp_overlap``) has no logarithm."""
@@ -54,7 +58,7 @@ def row_factors(case: Case, catalog: Catalog) -> list[Param]:
         family = catalog.get_gpu(case.get("gpu")).family
     except GpuplanError:
         return []
-    dtype = case.get("dtype")
+    dtype = training_dtype(case)
     method = case.get("method")
     key = "int4" if method == "qlora" else dtype if dtype in ("fp8", "fp4") else "bf16"
     params: list[Param] = [("mfu", f"{family}:{key}"), ("gemm_half_width", ""), ("attention_efficiency", "")]
@@ -67,6 +71,8 @@ def row_factors(case: Case, catalog: Catalog) -> list[Param]:
         params.append(("dequant_bandwidth_efficiency", ""))
     if _is_moe(case):
         params += [("expert_gemm_efficiency", ""), ("expert_tokens_half", "")]
+    if not fused_kernels(case):
+        params.append(("host_overhead_s", ""))  # eager PyTorch: the host can be the floor of small steps
     return params
 
 
@@ -107,7 +113,25 @@ def fit_training_calibration(
         command=command,
     )
     fitted = with_factors(prior, params, values)
-    return fitted.model_copy(update={"provenance": provenance}), params
+    balances = {**prior.balance_flop_per_byte, **_balances(cases, catalog, params)}
+    return fitted.model_copy(update={"provenance": provenance, "balance_flop_per_byte": balances}), params
+
+
+def _balances(cases: Sequence[Case], catalog: Catalog, params: Sequence[Param]) -> dict[str, float]:
+    """Each fitted family factor's machine balance: the geometric mean over the rows that exercise it
+    of their GPU's dense peak over HBM bandwidth (``TrainingCalibration.mfu_for`` carries factors to
+    uncalibrated families with it)."""
+    logs: dict[str, list[float]] = {}
+    fitted = {key for field, key in params if field == "mfu"}
+    for case in cases:
+        for field, key in row_factors(case, catalog):
+            if field == "mfu" and key in fitted:
+                gpu = catalog.get_gpu(case.get("gpu"))
+                dtype = key.split(":")[1]
+                logs.setdefault(key, []).append(
+                    math.log(machine_balance(gpu, "bf16" if dtype == "int4" else dtype))
+                )
+    return {key: math.exp(sum(v) / len(v)) for key, v in sorted(logs.items())}
 
 
 def main(argv: Sequence[str]) -> int:

@@ -9,7 +9,8 @@ can, because a prefill on the GPU stretches the decode steps that share it (``fi
 a line gets follows from the rows it has:
 
 * a line with MLA+MoE rows (DeepSeek-V3 on early-2025 engines): ``mla_moe_efficiency``,
-  ``mla_moe_layer_step_s`` and ``first_token_host_s``;
+  ``mla_moe_layer_step_s`` and ``mla_moe_first_token_host_s``, which apply to such models only (a line's
+  other models, e.g. TensorRT-LLM 0.14 on Llama in ``inference.csv``, keep its engine's factors);
 * a line with other models' rows (vLLM V1 on Llama): ``efficiency`` and ``first_token_host_s`` (the
   request's host time outside the steps: HTTP, tokenization, hand-off to the engine core).
 
@@ -47,6 +48,7 @@ _BOUNDS = {
     "mla_moe_efficiency": (0.02, 1.5),
     "mla_moe_layer_step_s": (0.0, 0.005),
     "first_token_host_s": (0.0, 5.0),
+    "mla_moe_first_token_host_s": (0.0, 5.0),
 }
 """Physical ranges: efficiencies up to ``MAX_FACTOR`` of their engine's (down to 2 % of the math rate
 for MLA/MoE); host time per layer per step from 0 (CUDA graphs) to 5 ms (a slow eager Python step);
@@ -57,6 +59,7 @@ _START = {
     "mla_moe_efficiency": 0.3,
     "mla_moe_layer_step_s": 1e-4,
     "first_token_host_s": 0.005,
+    "mla_moe_first_token_host_s": 0.005,
 }
 """Starting points: the engine's own rate; a third of the math rate; 0.1 ms per layer (~10 eager
 kernel launches of ~10 µs); 5 ms per request (an HTTP round trip, tokenization, one IPC hop)."""
@@ -113,13 +116,19 @@ def fit_starts(fields: tuple[str, ...], rows: list[Case]) -> list[list[float]]:
     median TTFT spent on the host, off the decode steps' path. Light loads alone cannot tell the
     two apart; the decode steps of the heavier loads can (a prefill on the GPU stalls them)."""
     lightest_ttft_s = min((c.value for c in rows if c.metric.startswith("ttft")), default=10.0) / 1000.0
-    host = {**_START, "efficiency": 1.0, "mla_moe_efficiency": 1.0, "first_token_host_s": lightest_ttft_s / 2}
+    off_gpu = {"efficiency": 1.0, "mla_moe_efficiency": 1.0}
+    host = {
+        **_START,
+        **off_gpu,
+        "first_token_host_s": lightest_ttft_s / 2,
+        "mla_moe_first_token_host_s": lightest_ttft_s / 2,
+    }
     return [[_START[f] for f in fields], [host[f] for f in fields]]
 
 
 def _fields(rows: list[Case]) -> tuple[str, ...]:
     if any(is_mla_moe(get_model(c.get("model"))) for c in rows):
-        return ("mla_moe_efficiency", "mla_moe_layer_step_s", "first_token_host_s")
+        return ("mla_moe_efficiency", "mla_moe_layer_step_s", "mla_moe_first_token_host_s")
     return ("efficiency", "first_token_host_s")
 
 

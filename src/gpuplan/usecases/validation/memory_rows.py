@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpuplan.core.training.memory import MemoryOptions
+from gpuplan.core.training.memory import MemoryOptions, zero_bucket_bytes
 from gpuplan.core.training.spec import Checkpointing, Optimizer, TrainingJob, TrainingLayout
 from gpuplan.usecases.validation.cases import Case, Skip
 from gpuplan.usecases.validation.training_rows import (
@@ -22,12 +22,15 @@ from gpuplan.usecases.validation.training_rows import (
     weight_dtype,
 )
 
-COUNTING = {"torchtune": "active", "torchtitan": "reserved", "unsloth": "reserved"}
+COUNTING = {"torchtune": "active", "torchtitan": "reserved", "unsloth": "reserved", "ms-swift": "reserved"}
 """torchtune logs ``peak_memory_active`` (torch ``active_bytes.all.peak``:
 https://github.com/pytorch/torchtune/blob/main/torchtune/training/memory.py) and its README table is
 "Peak Memory Active"; torchtitan logs ``max_reserved`` (``reserved_bytes.all.peak``:
 https://github.com/pytorch/torchtitan/blob/main/torchtitan/components/metrics.py); Unsloth's
-"VRAM budget" caps the caching allocator (reserved). Others: nvidia-smi."""
+"VRAM budget" caps the caching allocator (reserved); ms-swift v1 reports
+``torch.cuda.max_memory_reserved`` per device (swift/trainers/trainers.py, ``perf['memory']``:
+https://github.com/modelscope/ms-swift/blob/46922151e06cdfc110882e182757674f12352f2c/swift/trainers/trainers.py).
+Others: nvidia-smi."""
 LOGITS = {"torchtune": "chunked", "unsloth": "fused"}
 """torchtune recipes default to ``CEWithChunkedOutputLoss`` (8 chunks); Unsloth uses Cut Cross-Entropy
 (https://unsloth.ai/blog/llama3-3: "Apple's Cut Cross Entropy")."""
@@ -61,6 +64,27 @@ UNSLOTH_DEFAULTS: dict[str, Any] = {
 """Unsloth ``use_gradient_checkpointing="unsloth"`` offloads the checkpointed activations to host RAM
 (https://unsloth.ai/blog/long-context); its notebooks train with ``optim="adamw_8bit"``
 (https://github.com/unslothai/notebooks)."""
+QWEN_FINETUNE = "qwen finetune.py"
+"""How memory.csv names Qwen's own fine-tuning script in a row's notes (``framework_reported``)."""
+QWEN_FINETUNE_LORA: dict[str, Any] = {"lora_rank": 64, "lora_targets": "all"}
+"""Qwen finetune.py ``LoraArguments``: ``lora_r=64`` on ``c_attn, c_proj, w1, w2``, i.e. every linear
+layer of a Qwen block (https://github.com/QwenLM/Qwen/blob/2df8e8ac450fa185c421a08b0090ef81826caa6e/finetune.py)."""
+QWEN_FINETUNE_DEEPSPEED = {"qlora": 2, "full_ft": 3}
+"""The ZeRO stage of the scripts behind Qwen's profiling table: Q-LoRA runs
+``finetune_qlora_single_gpu.sh`` (``--fp16 --deepspeed finetune/ds_config_zero2.json``), full-parameter
+runs ``finetune_ds.sh`` (``--bf16 --deepspeed finetune/ds_config_zero3.json``); LoRA runs
+``finetune_lora_single_gpu.sh`` (bf16 autocast, no DeepSpeed)
+(https://github.com/QwenLM/Qwen/tree/2df8e8ac450fa185c421a08b0090ef81826caa6e/finetune)."""
+QWEN_ZERO2_REDUCE_BUCKET = 2e8
+"""``reduce_bucket_size`` of Qwen's finetune/ds_config_zero2.json (with ``overlap_comm`` and
+``contiguous_gradients`` on)."""
+MS_SWIFT_LORA: dict[str, Any] = {"lora_rank": 8, "lora_targets": "attention"}
+"""ms-swift v1 ``--lora_rank 8 --lora_target_modules DEFAULT`` (for Qwen ``c_attn``, the fused q/k/v):
+https://github.com/modelscope/ms-swift/blob/46922151e06cdfc110882e182757674f12352f2c/docs/source_en/LLM/Benchmark.md."""
+VARIABLE_LENGTH_FRAMEWORKS = frozenset({"ms-swift"})
+"""ms-swift v1 pads each batch to its own longest sequence (``Template.data_collator``) and its
+benchmark dataset runs 91 to 19,548 tokens, cut at ``--max_length``
+(https://github.com/modelscope/ms-swift/blob/46922151e06cdfc110882e182757674f12352f2c/docs/source_en/LLM/Benchmark.md)."""
 MS_SWIFT_ACCUMULATION = 16
 """ms-swift v1 ``gradient_accumulation_steps`` default ceil(16 / batch / world)
 (https://github.com/modelscope/ms-swift/blob/v1.5.0/swift/llm/utils/argument.py)."""
@@ -100,11 +124,31 @@ def _flag_row_settings(index: int) -> dict[str, Any]:
     }
 
 
+def _deepspeed_settings(stage: int) -> dict[str, Any]:
+    """What DeepSpeed's engine changes: no autocast (16-bit loss), an fp32 gradient copy, ZeRO-2 buckets."""
+    buckets = zero_bucket_bytes(QWEN_ZERO2_REDUCE_BUCKET) if stage in (1, 2) else 0.0
+    return {"logits": "half", "fp32_grad_copy": True, "bucket_bytes": buckets}
+
+
+def _recipe_settings(case: Case) -> dict[str, Any]:
+    """Defaults of the script a row names (Qwen finetune.py, ms-swift): ranks, targets, engine."""
+    method = case.get("method")
+    settings: dict[str, Any] = {}
+    if case.get("framework") == "ms-swift":
+        settings |= MS_SWIFT_LORA if method in ("lora", "qlora") else {}
+        settings |= {"pure_bf16": True} if method == "full_ft" else {}
+    if QWEN_FINETUNE in case.get("notes").lower():
+        settings |= QWEN_FINETUNE_LORA if method in ("lora", "qlora") else {}
+        stage = QWEN_FINETUNE_DEEPSPEED.get(method)
+        settings |= _deepspeed_settings(stage) if stage is not None else {}
+    return settings
+
+
 def _framework_settings(case: Case, gpus: int) -> dict[str, Any]:
     """Settings the row leaves blank, from the framework's documented defaults."""
     framework = case.get("framework")
     notes = case.get("notes").lower()
-    settings: dict[str, Any] = {"logits": LOGITS.get(framework, "full")}
+    settings: dict[str, Any] = {"logits": LOGITS.get(framework, "full")} | _recipe_settings(case)
     if "activation offload" in notes:
         settings["activation_offload"] = True
     if framework == "unsloth":
@@ -148,10 +192,13 @@ def memory_options(case: Case) -> MemoryOptions:
     framework = case.get("framework")
     settings = _framework_settings(case, case.int_field("num_gpus") or 1)
     return MemoryOptions(
-        pure_bf16=framework in PURE_BF16_FRAMEWORKS,
+        pure_bf16=framework in PURE_BF16_FRAMEWORKS or settings.get("pure_bf16", False),
         counting=COUNTING.get(framework, "device"),
         logits=settings["logits"],
         selective_policy=SELECTIVE_POLICY.get(framework, "korthikanti"),
+        fp32_grad_copy=settings.get("fp32_grad_copy", False),
+        bucket_bytes=settings.get("bucket_bytes", 0.0),
+        variable_lengths=framework in VARIABLE_LENGTH_FRAMEWORKS,
     )
 
 
@@ -168,7 +215,7 @@ def memory_row(case: Case) -> tuple[TrainingJob, TrainingLayout]:
     if naive_pipeline:
         pp = gpus  # HF device_map="auto" splits layers over the GPUs (naive pipeline, no 1F1B schedule)
     dp = max(gpus // (tp * pp * cp), 1)
-    rank = case.int_field("lora_rank")
+    rank = case.int_field("lora_rank") or settings.get("lora_rank")
     job = TrainingJob(
         method=method_of(case),
         dtype=weight_dtype(case.get("weight_dtype")),
@@ -178,6 +225,7 @@ def memory_row(case: Case) -> tuple[TrainingJob, TrainingLayout]:
         optimizer_in_backward=settings.get("optimizer_in_backward", False),
         allow_long_seq=True,
         **({"lora_rank": rank} if rank is not None else {}),
+        lora_targets=settings.get("lora_targets", "all"),
     )
     notes = case.get("notes").lower()
     layout = TrainingLayout(

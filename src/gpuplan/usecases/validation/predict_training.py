@@ -12,7 +12,7 @@ from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.calibration.training import TrainingCalibration
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.perf.memory import usable_memory_bytes
-from gpuplan.core.training.memory import training_memory
+from gpuplan.core.training.memory import TrainingMemory, training_memory
 from gpuplan.core.training.spec import TrainingJob, TrainingLayout, check_layout, micro_batches_per_step
 from gpuplan.core.training.step import predict_step
 from gpuplan.core.units import GB, GIB
@@ -55,10 +55,22 @@ def predict_training_with(case: Case, catalog: Catalog, tcal: TrainingCalibratio
     return values[case.metric]
 
 
-def _peak_bytes(case: Case, job: TrainingJob, layout: TrainingLayout) -> float:
+def _memory(case: Case, job: TrainingJob, layout: TrainingLayout) -> TrainingMemory:
     model = row_model(case, job.seq_len)
     m = micro_batches_per_step(job, layout)
-    return training_memory(model, job, layout, micro_batches=m, options=memory_options(case)).total_bytes
+    return training_memory(model, job, layout, micro_batches=m, options=memory_options(case))
+
+
+def _peak_bytes(case: Case, job: TrainingJob, layout: TrainingLayout) -> float:
+    return _memory(case, job, layout).total_bytes
+
+
+def _counted_peak_bytes(case: Case, job: TrainingJob, layout: TrainingLayout, gpu: GpuSpec) -> float:
+    """The peak a reading can show: the caching allocator gives its cache back and retries before it
+    fails an allocation (https://pytorch.org/docs/stable/notes/cuda.html#memory-management), so the
+    reserve never lifts the count past the device's memory."""
+    memory = _memory(case, job, layout)
+    return min(memory.total_bytes, max(memory.total_bytes - memory.reserve_bytes, usable_memory_bytes(gpu)))
 
 
 def _budget_bytes(case: Case, gpu: GpuSpec) -> float:
@@ -86,7 +98,7 @@ def _memory_metric(case: Case, gpu: GpuSpec) -> float:
         return _max_seq_fit(case, job, layout, budget)
     if not case.int_field("seq_len"):
         raise Skip("seq_len not stated")
-    peak = _peak_bytes(case, job, layout)
+    peak = _counted_peak_bytes(case, job, layout, gpu)
     if case.metric == "fits":
         return 1.0 if peak <= budget else 0.0
     scale = layout.num_gpus if case.metric == "peak_gib_total" else 1

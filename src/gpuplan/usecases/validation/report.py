@@ -29,14 +29,24 @@ class Summary(FrozenModel):
     """Per regime (``usecases/validation/regimes.py``), per metric."""
 
 
+class GroupStats(FrozenModel):
+    """The error of one group of rows on one metric (``validate --by``); ``key`` maps each ``--by`` name
+    to the group's value."""
+
+    key: dict[str, str]
+    metric: str
+    stats: MetricStats
+
+
 class ValidationReport(FrozenModel):
-    """``{"summary": ..., "rows": [...]}`` as documented in docs/validate.md."""
+    """``{"summary": ..., "rows": [...]}`` as documented in docs/validate.md; ``breakdown`` only with ``--by``."""
 
     file: str
     schema_name: str
     grades: list[str]
     summary: Summary
     rows: list[RowResult]
+    breakdown: list[GroupStats] = Field(default_factory=list)
 
 
 def stats(apes: Sequence[float]) -> MetricStats:

@@ -39,6 +39,17 @@ INTERLEAVED_CHUNKS = 2
 interleaving (Narayanan et al. 2021 §2.2 evaluate v = 2 upward)."""
 _VIRTUAL = re.compile(r"\bVP=(\d+)")
 _PLAIN_SCHEDULE = re.compile(r"\b(1F1B|GPipe)\b", re.IGNORECASE)
+MLPERF_CLOSED = "MLPerf Training closed division"
+NVIDIA_MLPERF_STACKS = ("nvidia release", "nemo")
+"""How a training.csv row names NVIDIA's MLPerf implementation (``framework_reported``: "PyTorch NVIDIA
+Release 25.04", "NeMo Framework NVIDIA Release ...")."""
+MLPERF_NVIDIA_DTYPE = "fp8"
+"""NVIDIA's MLPerf Training implementations train in FP8: their ``config_common.sh`` exports
+``FP8=True`` (llama2_70b_lora:
+https://github.com/mlcommons/training_results_v5.0/blob/main/Supermicro/benchmarks/llama2_70b_lora/implementations/b200_nemo/config_common.sh,
+https://github.com/mlcommons/training_results_v5.0/blob/main/Dell/benchmarks/llama2_70b_lora/implementations/nemo/config_common.sh;
+gpt3: ``fp8: true`` in the Oracle 3,072-GPU v4.1 result logs), and every A-grade MLPerf training row
+states FP8."""
 MEMORY_METRICS = frozenset({"peak_gib_per_gpu", "peak_gib_total", "max_seq_len_fit", "fits"})
 
 
@@ -63,6 +74,25 @@ def method_of(case: Case) -> Method:
 
 def weight_dtype(raw: str) -> ComputeDtype:
     return raw if raw in ("fp8", "fp4", "fp16") else "bf16"  # type: ignore[return-value]
+
+
+def fused_kernels(case: Case) -> bool:
+    """Megatron-Core stacks (NeMo, Megatron-LM/-Bridge, NVIDIA's MLPerf implementations) run Transformer
+    Engine's fused kernels; the others run eager PyTorch blocks (``core.training.step.FUSED_LAUNCH_SHARE``)."""
+    notes = case.get("notes").lower()
+    return case.get("framework") in MEGATRON_FRAMEWORKS or (
+        MLPERF_CLOSED in case.get("notes") and any(name in notes for name in NVIDIA_MLPERF_STACKS)
+    )
+
+
+def training_dtype(case: Case) -> str:
+    """A training row's compute precision: as stated, else :data:`MLPERF_NVIDIA_DTYPE` for an MLPerf
+    submission on NVIDIA's implementation, else blank (bf16 mixed precision)."""
+    raw = case.get("dtype")
+    notes = case.get("notes")
+    if not raw and MLPERF_CLOSED in notes and any(name in notes.lower() for name in NVIDIA_MLPERF_STACKS):
+        return MLPERF_NVIDIA_DTYPE
+    return raw
 
 
 def checkpointing_default(case: Case) -> Checkpointing:
@@ -92,10 +122,11 @@ def training_row(case: Case) -> tuple[TrainingJob, dict[str, int], int]:
     gbs = case.int_field("global_batch_size") or micro * max(replicas, 1)
     job = TrainingJob(
         method=method_of(case),
-        dtype=weight_dtype(case.get("dtype")),
+        dtype=weight_dtype(training_dtype(case)),
         seq_len=seq,
         global_batch=gbs,
         allow_long_seq=True,
+        kernel_launch="fused" if fused_kernels(case) else "eager",
     )
     return job, sizes, gpus
 

@@ -51,6 +51,8 @@ WRITTEN_PLAN: dict[str, Any] = {
     "ep": 1,
     "attention_dp": 1,
     "speculative": None,
+    "engine": "sglang",
+    "engine_version": None,
     **{
         k: v
         for k, v in EARLIER_PLAN.items()
@@ -80,7 +82,7 @@ WRITTEN_PLAN: dict[str, Any] = {
 without one) after ``price_source``, ``p99_source`` (where P99s came from), then the count at the point
 estimate, the intervals and the benchmark that would narrow them (``recommend --confidence``, issue
 17), then the layout kind, a disaggregated plan's pools and KV link (issue 20), last; the layout keys end with
-the speculative decoding (null: off)."""
+the speculative decoding (null: off) and the engine and its release (null: the engine's own factors)."""
 
 
 def _plan(layout: Layout) -> Plan:
@@ -93,7 +95,16 @@ def test_a_plan_is_written_as_the_flat_keys_in_their_order() -> None:
     plan = _plan(Layout(tp=2, replicas=2, weight_dtype="fp8", engine="sglang"))
     assert plan.model_dump(mode="json") == WRITTEN_PLAN
     assert list(plan.model_dump(mode="json")) == list(WRITTEN_PLAN)  # key order, not only the keys
-    assert plan.model_dump_json() == Plan.model_validate(EARLIER_PLAN).model_dump_json()
+    assert (
+        plan.model_dump_json() == Plan.model_validate({**EARLIER_PLAN, "engine": "sglang"}).model_dump_json()
+    )
+    assert Plan.model_validate(EARLIER_PLAN).layout.engine.name == "vllm"  # before the key: the default
+
+
+def test_the_engine_and_its_release_read_back() -> None:
+    written = _plan(Layout(tp=2, replicas=2, weight_dtype="fp8", engine="sglang", engine_version="0.5.2"))
+    back = Plan.model_validate(written.model_dump(mode="json"))
+    assert (back.layout.engine.name, back.layout.engine_version) == ("sglang", "0.5.2")
 
 
 def test_kv_dtype_is_the_resolved_one() -> None:

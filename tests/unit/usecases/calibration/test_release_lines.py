@@ -41,6 +41,8 @@ def test_a_level_past_saturation_does_not_fit_the_line() -> None:
 
 def test_the_fit_starts_once_on_the_gpu_and_once_off_it() -> None:
     rows = [_level("1", "ttft_ms_p50"), _level("1", "tpot_ms_p50")]
-    on_gpu, off_gpu = fit_starts(("mla_moe_efficiency", "mla_moe_layer_step_s", "first_token_host_s"), rows)
+    on_gpu, off_gpu = fit_starts(
+        ("mla_moe_efficiency", "mla_moe_layer_step_s", "mla_moe_first_token_host_s"), rows
+    )
     assert on_gpu[0] < off_gpu[0] == 1.0  # slow math on the GPU, or the engine's own math
     assert off_gpu[2] == 0.025  # half the lightest median TTFT (50 ms) on the host

@@ -6,7 +6,9 @@ finish reason. Tokens: each SSE event that carries text counts as one token (tru
 TGI and the mock, which send one token per event); a server-reported ``usage.completion_tokens`` wins
 when it is believable (:func:`usage_problem`), else the request fails. Error kinds: ``http_<status>``,
 ``timeout``, ``connect``, ``dropped`` (connection lost mid-response), ``malformed_sse``, ``incomplete``
-(no ``[DONE]``/no token), ``usage_invalid`` (a ``usage`` count that is not a non-negative integer),
+(no token, or a body that ended with neither ``[DONE]`` nor a ``finish_reason``: ``transformers serve``
+ends its streams with the ``usage`` event and no ``[DONE]``, and ``vllm bench serve`` does not require
+it either), ``usage_invalid`` (a ``usage`` count that is not a non-negative integer),
 ``usage_mismatch`` (``usage.completion_tokens`` out of tolerance of the streamed token events),
 ``other`` (anything else, a client bug included: a request is never lost to an exception).
 """
@@ -325,8 +327,8 @@ def _finish(
             state.close(done)
         except MalformedSSE as exc:
             kind, detail = exc.kind, f"MalformedSSE: {exc}"[:200]
-    if kind is None and (not state.done or not state.token_times):
-        kind, detail = "incomplete", "stream ended without [DONE] or without any token"
+    if kind is None and (not (state.done or state.finish_reason) or not state.token_times):
+        kind, detail = "incomplete", "stream ended without [DONE] or finish_reason, or without any token"
     usage_kind, usage_detail = _check_usage(state)
     if kind is None:
         kind, detail = usage_kind, usage_detail

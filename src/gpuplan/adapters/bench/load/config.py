@@ -33,7 +33,7 @@ MAX_TEMPERATURE = 2.0
 """OpenAI's range for ``temperature`` is 0 to 2 (https://platform.openai.com/docs/api-reference/completions/create)."""
 Arrival = Literal["poisson", "constant", "gamma"]
 Api = Literal["completions", "chat"]
-Dataset = Literal["random", "sharegpt", "prefix_repetition"]
+Dataset = Literal["random", "sharegpt", "prefix_repetition", "hf"]
 PercentileMetric = Literal["ttft", "tpot", "itl", "e2el"]
 """``--percentile-metrics`` names, as ``vllm bench serve`` has them (e2el: end-to-end latency)."""
 DEFAULT_PERCENTILE_METRICS: tuple[PercentileMetric, ...] = ("ttft", "tpot", "itl")
@@ -82,7 +82,12 @@ class LoadConfig(FrozenModel):
     trace_path: str | None = Field(default=None, description="CSV/JSONL trace replayed open loop")
     prompts_path: str | None = Field(default=None, description="JSONL prompts, used in turn")
     workers: int = Field(default=1, ge=1, le=64, description="client processes sharing the schedule")
-    metrics_url: str | None = Field(default=None, description="Prometheus /metrics scraped before and after")
+    metrics_url: str | None = Field(
+        default=None, description="Prometheus /metrics scraped before, during and after the run"
+    )
+    metrics_interval_s: float = Field(
+        default=1.0, ge=0.05, le=3600, allow_inf_nan=False, description="scrape period during the run"
+    )
     api_key: str | None = Field(
         default=None, repr=False, description="sent as Authorization: Bearer; never stored or printed"
     )
@@ -104,7 +109,14 @@ class LoadConfig(FrozenModel):
     range_ratio: float = Field(default=0.0, ge=0, lt=1, description="lengths uniform in L(1 ± r)")
     dataset: Dataset = "random"
     dataset_path: str | None = Field(
-        default=None, description="ShareGPT-format JSON (--dataset-name sharegpt)"
+        default=None, description="ShareGPT-format JSON (sharegpt) or a local Hugging Face dataset (hf)"
+    )
+    hf_split: str | None = Field(default=None, min_length=1, description="hf: the split (vLLM's --hf-split)")
+    hf_subset: str | None = Field(
+        default=None, min_length=1, description="hf: the config's folder (--hf-subset)"
+    )
+    hf_output_len: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="hf: max_tokens of every request (--hf-output-len)"
     )
     prefix_len: int = Field(default=256, ge=1, le=1_000_000, description="prefix_repetition: shared words")
     num_prefixes: int = Field(
@@ -177,8 +189,14 @@ class LoadConfig(FrozenModel):
 
     def _check_workload(self) -> None:
         """The dataset and its files, the percentiles and the metadata."""
-        if (self.dataset == "sharegpt") != (self.dataset_path is not None):
-            raise ValueError("--dataset-name sharegpt needs --dataset-path FILE.json (and only it takes one)")
+        if (self.dataset in ("sharegpt", "hf")) != (self.dataset_path is not None):
+            raise ValueError(
+                "--dataset-name sharegpt (FILE.json) and hf (a local dataset folder) need --dataset-path, "
+                "and only they take one"
+            )
+        hf_flags = (self.hf_split, self.hf_subset, self.hf_output_len)
+        if self.dataset != "hf" and any(v is not None for v in hf_flags):
+            raise ValueError("--hf-split, --hf-subset and --hf-output-len go with --dataset-name hf")
         if self.dataset_path is not None and self.prompts_path is not None:
             raise ValueError("give --prompts or --dataset-path, not both")
         if self.dataset == "prefix_repetition" and (self.prompts_path or self.trace_path):

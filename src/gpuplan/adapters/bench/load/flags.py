@@ -131,3 +131,42 @@ def comma_list(flag: str, text: str | None) -> list[str] | None:
             hint=f"e.g. {flag} " + ("ttft,tpot,itl,e2el" if "metrics" in flag else "50,90,99"),
         )
     return items
+
+
+OTHER_PROFILES = {
+    "synchronous": "--concurrency 1",
+    "concurrent": "--concurrency N",
+    "throughput": "--request-rate inf --num-prompts N [--max-concurrency C]",
+    "constant": "--rate R --arrival constant",
+    "poisson": "--rate R",
+}
+"""GuideLLM's other ``--profile`` values and the flags that make the same load here."""
+
+
+def sweep_size(profile: str | None, rate_rps: float | None, all_at_once: bool) -> int | None:
+    """``--profile sweep [--rate N]`` (GuideLLM's: ``--rate`` is then the number of levels, default
+    :data:`sweep_profile.DEFAULT_SWEEP_SIZE`) as that number; None without ``--profile``."""
+    from gpuplan.adapters.bench.load import sweep_profile
+
+    if profile is None:
+        return None
+    name = profile.strip().lower()
+    if name != "sweep":
+        instead = OTHER_PROFILES.get(name)
+        raise UserInputError(
+            f"--profile {profile!r}: the only profile is sweep"
+            + (f"; GuideLLM's {name} is {instead} here" if instead else ""),
+            hint="e.g. --profile sweep --rate 8",
+        )
+    if all_at_once:
+        raise UserInputError("--profile sweep finds the saturation rate itself: drop --request-rate inf")
+    if rate_rps is None:
+        return sweep_profile.DEFAULT_SWEEP_SIZE
+    low, high = sweep_profile.MIN_SWEEP_SIZE, sweep_profile.MAX_SWEEP_SIZE
+    if rate_rps != int(rate_rps) or not low <= rate_rps <= high:
+        raise UserInputError(
+            f"--rate {rate_rps:g} with --profile sweep is the number of levels (GuideLLM's), "
+            f"a whole number from {low} to {high}",
+            hint="e.g. --profile sweep --rate 8",
+        )
+    return int(rate_rps)

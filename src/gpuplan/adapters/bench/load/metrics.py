@@ -1,61 +1,157 @@
-"""Optional scrape of the server's Prometheus ``/metrics`` before and after a run.
+"""The server's Prometheus ``/metrics``, scraped before, during and after a run.
 
-Kept: samples whose name starts with ``vllm:`` (vLLM), ``sglang:`` (SGLang) or ``tgi_`` (TGI), e.g.
-``vllm:num_requests_running``, ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
-``vllm:request_success_total``, ``vllm:gpu_cache_usage_perc``, ``sglang:num_running_reqs``,
-``sglang:gen_throughput``; histogram buckets are dropped (``_sum``/``_count`` stay). Keys are the
-sample with its labels, as exposed. ``delta`` is after − before for every key in both (meaningful for
-counters). A failed scrape is recorded as an ``error``, never fails the run.
+Parsed with ``prometheus_client``'s text parser (the exposition format's reference implementation,
+https://prometheus.github.io/client_python/), not by hand. Kept: samples whose name starts with
+``vllm:`` (vLLM), ``sglang:`` (SGLang) or ``tgi_`` (TGI), histogram buckets included, e.g.
+``vllm:num_requests_running``, ``vllm:kv_cache_usage_perc``, ``vllm:prompt_tokens_total``,
+``vllm:time_to_first_token_seconds_bucket{le="0.005",...}``. Keys are the sample name with its labels
+(``name{label="value",...}``, in the order exposed); values are finite floats. ``*_created`` samples
+(a series' creation time, not a measurement) are dropped.
+
+A run stores ``{before, after, delta, timeline}``: ``delta`` is after − before for every key in both
+(counters and histogram buckets: the run's own share); ``timeline`` holds every scrape (before, each
+``interval_s`` during the run, after) as ``t_s`` (seconds since the first) and one aligned list of
+values per key (None where a scrape lacked it), so nothing scraped is lost. During the run the
+scraping thread only fetches the text; it is parsed after the run, off the load's critical path. A
+failed scrape is recorded as an ``error`` (a timeline point whose values are all None), never fails
+the run.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from gpuplan.core.redact import redact
 
 PREFIXES = ("vllm:", "sglang:", "tgi_")
+DEFAULT_INTERVAL_S = 1.0
+"""Scrape period during a run: one second resolves a minute-long run's ramp in 60 points; the fetch
+costs the client ~1–2 ms of CPU per scrape (httpx), parsing happens after the run."""
+
+
+def _label_text(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def sample_key(name: str, labels: dict[str, str]) -> str:
+    """``name{a="x",b="y"}`` (``name`` alone without labels), label values escaped as exposed."""
+    if not labels:
+        return name
+    return name + "{" + ",".join(f'{k}="{_label_text(v)}"' for k, v in labels.items()) + "}"
+
+
+def split_key(key: str) -> tuple[str, dict[str, str]]:
+    """The sample name and labels of a key of :func:`parse` (read back by the same parser)."""
+    for family in text_string_to_metric_families(key + " 0\n"):
+        for sample in family.samples:
+            return sample.name, dict(sample.labels)
+    raise ValueError(f"not a sample key: {key!r}")
 
 
 def parse(text: str) -> dict[str, float]:
-    """The kept samples of a Prometheus text exposition."""
+    """The kept samples of a Prometheus text exposition (raises ValueError on a malformed one)."""
     samples: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line.startswith(PREFIXES):
-            continue
-        if "{" in line:
-            end = line.rfind("}") + 1
-            key, rest = line[:end], line[end:]
-        else:
-            key, _, rest = line.partition(" ")
-        fields = rest.split()
-        name = key.split("{", 1)[0]
-        if not fields or name.endswith("_bucket"):
-            continue
-        try:
-            value = float(fields[0])
-        except ValueError:
-            continue
-        if math.isfinite(value):
-            samples[key.strip()] = value
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (
+                sample.name.startswith(PREFIXES)
+                and not sample.name.endswith("_created")
+                and math.isfinite(sample.value)
+            ):
+                samples[sample_key(sample.name, sample.labels)] = float(sample.value)
     return samples
 
 
-def scrape(url: str, timeout_s: float = 5.0) -> dict[str, Any]:
-    """``{"samples": {...}}`` or ``{"error": "..."}``."""
+def fetch(url: str, timeout_s: float = 5.0) -> dict[str, Any]:
+    """``{"text": ...}`` or ``{"error": "..."}`` (the URL's password masked)."""
     try:
         response = httpx.get(url, timeout=timeout_s, trust_env=False)
         response.raise_for_status()
     except httpx.HTTPError as exc:
         return {"error": redact(f"{type(exc).__name__}: {exc}")[:200]}
-    return {"samples": parse(response.text)}
+    return {"text": response.text}
+
+
+def parsed(fetched: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`fetch` result as ``{"samples": {...}}`` or ``{"error": "..."}``."""
+    if "text" not in fetched:
+        return {"error": fetched.get("error", "no text")}
+    try:
+        return {"samples": parse(fetched["text"])}
+    except ValueError as exc:
+        return {"error": f"unparseable Prometheus text: {str(exc)[:160]}"}
+
+
+def scrape(url: str, timeout_s: float = 5.0) -> dict[str, Any]:
+    """``{"samples": {...}}`` or ``{"error": "..."}``."""
+    return parsed(fetch(url, timeout_s))
+
+
+CUMULATIVE_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
+"""Samples of counters and histograms: a series first exposed during the run (a label set a server
+creates on its first request) started from 0, as Prometheus' ``increase()`` takes it."""
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """Before, after and the delta of every sample in both."""
-    a, b = before.get("samples", {}), after.get("samples", {})
-    delta = {k: b[k] - a[k] for k in a.keys() & b.keys()}
+    """Before, after and the delta of every sample in both, and of every counter or histogram sample that
+    appeared after the first scrape (from 0); no delta unless both scrapes succeeded."""
+    if "samples" not in before or "samples" not in after:
+        return {"before": before, "after": after, "delta": {}}
+    a, b = before["samples"], after["samples"]
+    delta = {
+        k: v - a.get(k, 0.0)
+        for k, v in b.items()
+        if k in a or k.split("{", 1)[0].endswith(CUMULATIVE_SUFFIXES)
+    }
     return {"before": before, "after": after, "delta": dict(sorted(delta.items()))}
+
+
+def timeline(points: list[tuple[float, dict[str, Any]]]) -> dict[str, Any]:
+    """Scrapes ``(t_s, parsed)`` as ``{"t_s": [...], "series": {key: [value or None, ...]}, "errors":
+    [{"t_s", "error"}]}`` (the first and last points are the before and after scrapes)."""
+    keys = sorted({k for _, p in points for k in p.get("samples", {})})
+    series = {k: [p.get("samples", {}).get(k) for _, p in points] for k in keys}
+    errors = [{"t_s": t, "error": p["error"]} for t, p in points if "error" in p]
+    return {"t_s": [t for t, _ in points], "series": series, "errors": errors}
+
+
+class Scraper:
+    """Scrapes ``url`` once at :meth:`start`, every ``interval_s`` in a thread while the run goes on, and
+    once at :meth:`stop`, which returns ``{before, after, delta, timeline}``."""
+
+    def __init__(self, url: str, interval_s: float = DEFAULT_INTERVAL_S, timeout_s: float = 5.0) -> None:
+        self.url, self.interval_s, self.timeout_s = url, interval_s, timeout_s
+        self._raw: list[tuple[float, dict[str, Any]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="metrics-scrape", daemon=True)
+        self._t0 = 0.0
+
+    def _take(self) -> None:
+        now = time.monotonic()
+        self._raw.append((now - self._t0, fetch(self.url, self.timeout_s)))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._take()
+
+    def start(self) -> Scraper:
+        self._t0 = time.monotonic()
+        self._take()
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join()
+        self._take()
+        points = [(round(t, 3), parsed(raw)) for t, raw in self._raw]
+        out = compare(points[0][1], points[-1][1])
+        out["timeline"] = timeline(points)
+        out["interval_s"] = self.interval_s
+        return out

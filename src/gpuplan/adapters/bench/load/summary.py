@@ -81,6 +81,9 @@ class BenchSummary(BaseModel):
     errors: dict[str, int]
     client: ClientLateness
     server_metrics: dict[str, Any] | None = None
+    """The scraped ``/metrics``: ``before``, ``after``, ``delta``, ``timeline`` (every scrape), ``interval_s``."""
+    server_vs_client: dict[str, Any] | None = None
+    """The server's latencies, counters and load beside the client's (``server_view.side_by_side``)."""
     finish_reasons: dict[str, int] = Field(default_factory=dict)
     """Completed requests by their stream's ``finish_reason`` (``none``: the server sent none)."""
     stopped_early: int = 0

@@ -25,6 +25,10 @@
   ``num_prefixes`` consecutive requests uses each once, in an order shuffled by ``seed`` and the block.
   vLLM builds ``num_prompts // num_prefixes`` prompts per prefix and shuffles the list, dropping the
   remainder; here a count that is not a multiple only leaves the last block partly used.
+- ``dataset = "hf"`` (``--dataset-name hf --dataset-path DIR``, vLLM's names, with ``--hf-split``,
+  ``--hf-subset``, ``--hf-output-len``): a Hugging Face dataset on local disk
+  (:mod:`gpuplan.adapters.bench.load.hf_dataset`), each row's prompt with its real lengths, shuffled with
+  ``seed``; request ``i`` uses row ``i mod n``.
 """
 
 from __future__ import annotations
@@ -200,10 +204,28 @@ def load_sharegpt(path: str, seed: int) -> list[Prompt]:
     return prompts
 
 
+def load_hf_dataset(config: LoadConfig) -> list[Prompt]:
+    """The prompts of ``--dataset-name hf`` (see :mod:`gpuplan.adapters.bench.load.hf_dataset`)."""
+    from gpuplan.adapters.bench.load.hf_dataset import load_hf
+
+    assert config.dataset_path is not None
+    rows = load_hf(
+        config.dataset_path,
+        seed=config.seed,
+        split=config.hf_split,
+        subset=config.hf_subset,
+        output_len=config.hf_output_len,
+        default_output=config.output_tokens,
+    )
+    return [Prompt(text, out) for text, out in rows]
+
+
 def build(config: LoadConfig) -> Plan:
     """The plan of ``config`` (reads the trace and prompt files it names)."""
     prompts = load_prompts(config.prompts_path) if config.prompts_path else None
-    if config.dataset_path is not None:
+    if config.dataset_path is not None and config.dataset == "hf":
+        prompts = load_hf_dataset(config)
+    elif config.dataset_path is not None:
         prompts = load_sharegpt(config.dataset_path, config.seed)
     shared = prefixes(config) if config.dataset == "prefix_repetition" else None
     if config.trace_path is None:

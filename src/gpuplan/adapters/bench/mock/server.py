@@ -180,7 +180,8 @@ class _Connection(asyncio.Protocol):
             self.write(http.response(200, self._info(request.path), keep_alive=request.keep_alive))
             return self.done(request.keep_alive)
         if request.method == "GET" and request.path == "/metrics":
-            text = self.server.stats.prometheus(self.server.active, len(self.server.waiting))
+            server = self.server
+            text = server.stats.prometheus(server.active, len(server.waiting), server.config.max_concurrency)
             self.write(
                 http.text_response(200, text, "text/plain; version=0.0.4", keep_alive=request.keep_alive)
             )
@@ -266,6 +267,7 @@ class _Stream:
         self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         self.sent = 0
         self.t0 = 0.0
+        self.arrival = self.last = self.loop.time()  # server-side TTFT, ITL, E2E, queue time are from these
         self.handle: asyncio.TimerHandle | None = None
         self.running = False
         self.ident = f"cmpl-mock-{self.server.next_id()}"
@@ -274,6 +276,7 @@ class _Stream:
     def start(self) -> None:
         cfg = self.server.config
         self.running = True
+        self.server.stats.queue(self.loop.time() - self.arrival)
         self.t0 = self.loop.time() + (cfg.slow_first_byte_ms / 1e3 if self.fault == "slow" else 0.0)
         if not self.streaming:
             due = self.t0 + (cfg.ttft_ms + cfg.itl_ms * max(self.tokens - 1, 0)) / 1e3
@@ -290,7 +293,13 @@ class _Stream:
         self.server.token_at(self, first)
 
     def send_token(self, due: float) -> None:
-        self.server.stats.record((self.loop.time() - due) * 1e3)
+        now, stats = self.loop.time(), self.server.stats
+        stats.record((now - due) * 1e3)
+        if self.sent:
+            stats.itl(now - self.last)
+        else:
+            stats.ttft(now - self.arrival)
+        self.last = now
         self.sent += 1
         half = max(self.tokens // 2, 1)
         if self.fault == "drop" and self.sent == half:
@@ -359,6 +368,7 @@ class _Stream:
         stats.finished[self.finish_reason] += 1
         stats.prompt_tokens += self.prompt_tokens
         stats.generation_tokens += self.tokens
+        stats.e2e(self.loop.time() - self.arrival)
         self.conn.done(self.keep_alive)
 
     def abandon(self) -> None:

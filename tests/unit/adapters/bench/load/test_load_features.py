@@ -94,7 +94,7 @@ def test_sweep_runs_each_rate() -> None:
     assert [s.achieved_rate_rps for s in out] == [10.0, 20.0]
 
 
-def test_prometheus_parse_keeps_engine_metrics_without_buckets() -> None:
+def test_prometheus_parse_keeps_engine_metrics_and_their_buckets() -> None:
     text = (
         '# HELP x\nvllm:num_requests_running{model_name="m"} 3\nvllm:e2e_bucket{le="1"} 4\n'
         'vllm:e2e_count{model_name="m"} 9 1700000000\nsglang:gen_throughput 12.5\nprocess_cpu 1\n'
@@ -102,6 +102,7 @@ def test_prometheus_parse_keeps_engine_metrics_without_buckets() -> None:
     )
     assert metrics.parse(text) == {
         'vllm:num_requests_running{model_name="m"}': 3.0,
+        'vllm:e2e_bucket{le="1"}': 4.0,
         'vllm:e2e_count{model_name="m"}': 9.0,
         "sglang:gen_throughput": 12.5,
     }

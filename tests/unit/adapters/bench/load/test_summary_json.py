@@ -36,6 +36,7 @@ SUMMARY_KEYS = [
     "errors",
     "client",
     "server_metrics",
+    "server_vs_client",
     "finish_reasons",
     "stopped_early",
     "selected_percentiles",
