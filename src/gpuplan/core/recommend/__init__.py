@@ -32,14 +32,12 @@ from gpuplan.core.recommend.request import (
     SearchSpace,
 )
 from gpuplan.core.recommend.search import Miss, one_replica, rank, search, searches_disaggregated
-from gpuplan.core.recommend.tail import size_on_p99
+from gpuplan.core.recommend.tail import MAX_PLANS, best_per_gpu, size_on_p99
 from gpuplan.core.sim.simulator import Progress
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import SERVING_KINDS, Workload
 
 __all__ = ["MAX_PLANS", "GpuOffer", "Plan", "Recommendation", "SearchSpace", "recommend"]
-
-MAX_PLANS = 10
 
 
 def recommend(
@@ -68,17 +66,15 @@ def recommend(
     unpriced = [p for p in plans if budget is not None and p.usd_per_hour is None]
     plans = [p for p in plans if p not in over and p not in unpriced]
     ranked = rank(plans, objective)
-    best_per_gpu = _best_per_gpu(ranked)
-    shown = _shown(ranked, best_per_gpu)
+    per_gpu = best_per_gpu(ranked)
+    shown = _shown(ranked, per_gpu)
     winners = {p.gpu for p in ranked}
     rejected = _rejections(misses, over, winners, budget)
-    rejected += _unpriced(unpriced, winners) + _ranked_out(best_per_gpu, shown) + no_quote
+    rejected += _unpriced(unpriced, winners) + _ranked_out(per_gpu, shown) + no_quote
     if not ranked:
         raise _infeasible(model, all_offers, misses, rejected)
     restated = _once(shown_as)
-    explanation = _explanation(
-        model, best_per_gpu, rejected, all_offers, target, sla, ownership, at, restated
-    )
+    explanation = _explanation(model, per_gpu, rejected, all_offers, target, sla, ownership, at, restated)
     shown_plans = [_with_intervals(restated(p), model, offers, target, cal, uncertainty) for p in shown]
     return Recommendation(
         model=model.id,
@@ -141,7 +137,7 @@ def _pools_on_p99(plans: Sequence[Plan]) -> list[str]:
 
 def _explanation(
     model: ModelSpec,
-    best_per_gpu: Sequence[Plan],
+    per_gpu: Sequence[Plan],
     rejected: Sequence[Rejection],
     offers: Sequence[GpuOffer],
     target: Workload,
@@ -153,9 +149,9 @@ def _explanation(
     """``explain``'s lines; at a confidence, of the plans restated at the target, with both counts."""
     own = ownership or OwnershipAssumptions()
     if at is None:
-        return explain(model, best_per_gpu, rejected, offers, target, sla, own)
-    lines = explain(model, [restated(p) for p in best_per_gpu[:4]], rejected, offers, target, sla, own)
-    best = restated(best_per_gpu[0])
+        return explain(model, per_gpu, rejected, offers, target, sla, own)
+    lines = explain(model, [restated(p) for p in per_gpu[:4]], rejected, offers, target, sla, own)
+    best = restated(per_gpu[0])
     lines.insert(1, confidence_line(best=best, confidence=at.confidence, margin=at.plan_margin(best)))
     return lines
 
@@ -273,29 +269,18 @@ def _serving(target: Workload) -> Workload:
     return target
 
 
-def _best_per_gpu(ranked: Sequence[Plan]) -> list[Plan]:
-    """The best plan of each GPU type, in rank order, then further layouts of the leaders."""
-    seen: set[str] = set()
-    first: list[Plan] = []
-    rest: list[Plan] = []
-    for p in ranked:
-        (rest if p.gpu_types in seen else first).append(p)
-        seen.add(p.gpu_types)
-    return first + rest
-
-
-def _shown(ranked: Sequence[Plan], best_per_gpu: Sequence[Plan]) -> list[Plan]:
+def _shown(ranked: Sequence[Plan], per_gpu: Sequence[Plan]) -> list[Plan]:
     """The ``MAX_PLANS`` listed: the best of each GPU type first (so the list spans the GPU types),
     then further layouts of the leaders; reported in rank order, best first."""
-    chosen = {id(p) for p in best_per_gpu[:MAX_PLANS]}
+    chosen = {id(p) for p in per_gpu[:MAX_PLANS]}
     return [p for p in ranked if id(p) in chosen]
 
 
-def _ranked_out(best_per_gpu: Sequence[Plan], shown: Sequence[Plan]) -> list[Rejection]:
+def _ranked_out(per_gpu: Sequence[Plan], shown: Sequence[Plan]) -> list[Rejection]:
     """GPU types with a feasible plan that ranked below the ``MAX_PLANS`` shown: one line each, its best plan."""
     listed = {p.gpu_types for p in shown}
     out: list[Rejection] = []
-    for p in best_per_gpu:  # each type's best plan comes first in this list
+    for p in per_gpu:  # each type's best plan comes first in this list
         if p.gpu_types in listed:
             continue
         listed.add(p.gpu_types)

@@ -9,6 +9,8 @@ tail model, back to the ranking: it is run again only if it still leads (``tail.
 tail model's count (more than ``MAX_REPLICA_MOVES`` either way) the rate search takes over
 (``core/sim/capacity.py max_rate_under_slo(near_rps=...)``: a bisection in a narrow bracket). As
 there, no per-replica rate above the simulated saturation rate passes. ~2 runs a plan against ~7.
+``check`` is the one-run form for the listed plans below the finalists: a run at the count, no search
+for fewer.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ from gpuplan.core.workload import Workload
 
 MAX_REPLICA_MOVES = 3
 """Replica counts the simulator walks from the tail model's before the rate search takes over: the
-tail model's rate is within ~10-25 % of the simulator's, one replica either way below ~4 replicas,
-three at ~12."""
+tail model's P99s are within ~10 % of the simulator's (its rate closer still) below ~0.9 of the offline
+rate and up to ~2x off past it, where a run's own P99 moves 10-20 % with the seed: one replica either
+way below ~4 replicas, three at ~12."""
 CONFIRM_STEPS = 3
 """Halvings of the narrow bracket (±15 %) in the rate search: 3.75 % resolution of the per-replica rate."""
 BRACKET_RESOLUTION = 2 * NEAR_WIDTH / (1 - NEAR_WIDTH) / 2**CONFIRM_STEPS
@@ -184,6 +187,26 @@ def confirm(
     missed_below = missed_below or (replicas > 1 and cand.misses_at == replicas - 1)
     upper = rate / (replicas - 1) if missed_below else math.inf
     tail_rps = plan.p99_capacity_rps_per_replica or 0.0
+    held = tail_rps if rate / replicas <= tail_rps < upper else rate / replicas
+    return _confirmed(cand, replicas, summary, held, target, cal)
+
+
+def check(
+    cand: Candidate, target: Workload, sla: Sla, space: SearchSpace, cal: Calibration
+) -> Candidate | Miss:
+    """The candidate on one simulated run at its replica count: confirmed with that run's P99s when it
+    meets the limits (no fewer replicas are tried), else demoted one replica (``_demote``); the rate
+    search once demoted ``MAX_REPLICA_MOVES`` times. For the listed plans below the finalists (``tail.py``)."""
+    cand = with_exact_capacity(cand, target, sla)
+    if cand.demotions >= MAX_REPLICA_MOVES:
+        return _confirm_by_rate(cand, target, sla, space, cal)
+    replicas = max(cand.plan.layout.replicas, cand.misses_at + 1)
+    summary = _judge(cand.replica, target, sla)(replicas)
+    if isinstance(summary, str):
+        return _demote(cand, replicas, summary, target, space, cal)
+    rate = target.rate_rps or 0.0
+    upper = rate / (replicas - 1) if replicas > 1 and cand.misses_at == replicas - 1 else math.inf
+    tail_rps = cand.plan.p99_capacity_rps_per_replica or 0.0
     held = tail_rps if rate / replicas <= tail_rps < upper else rate / replicas
     return _confirmed(cand, replicas, summary, held, target, cal)
 

@@ -189,9 +189,10 @@ def assumptions(
         sizing = [
             "P99 limits are sized on the tail: per replica, the highest Poisson rate whose P99 TTFT/TPOT meet "
             "them (fixed lengths); replicas = target rate / that rate. Every GPU type and layout is sized with "
-            f"the analytic tail model; the best plans of the {FINALISTS} leading GPU types are confirmed with "
-            "the serving simulator (their replica counts and P99s are simulated), the others show the tail "
-            "model's P99s: each plan's P99 source says which (p99_source in JSON).",
+            f"the analytic tail model; every plan listed is run on the serving simulator: the best plans of the "
+            f"{FINALISTS} leading GPU types at the fewest replicas whose runs meet the limits, the others at "
+            "the tail model's count (a plan that misses gets a replica more); the P99s shown are the "
+            "simulated ones, and plans not run show the tail model's (p99_source in JSON).",
         ]
     else:
         sizing = [

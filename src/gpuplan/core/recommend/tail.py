@@ -5,12 +5,14 @@ arrivals stretches the tail long before the mean moves. When the SLA names P99 l
 plan (every GPU type × layout the search kept) is re-sized on the analytic tail model
 (``core/sim/tail_model.py tail_max_rate``: the highest Poisson rate one replica sustains with its
 predicted P99s inside the limits) — about a millisecond a plan, so nothing is left out. Then the
-``FINALISTS`` best plans (the best of each of the leading GPU types, in the objective's order) are
-confirmed with the serving simulator (``confirm.py``: the fewest replicas whose simulated runs meet the
-limits, ~2 runs a plan; a plan whose count misses is demoted a replica and re-ranked). A confirmed
-or demoted plan that gets dearer is re-ranked and the next leader confirmed, up to ``MAX_CONFIRMED``.
-Each plan's ``replicas = ⌈target rate / per-replica rate⌉`` and it is re-priced; plans not confirmed
-carry the tail model's P99s (``p99_source`` says which). P99 sizing replaces the analytic headroom (the
+plans the answer lists (``MAX_PLANS``, in ``best_per_gpu`` order) go to the serving simulator: the
+``FINALISTS`` best (the best of each of the leading GPU types, in the objective's order) are confirmed
+(``confirm.py``: the fewest replicas whose simulated runs meet the limits, ~2 runs a plan), the other
+listed plans checked (one run at the tail model's count, ``confirm.check``); a plan whose count misses
+is demoted a replica and re-ranked. A plan that gets dearer is re-ranked and the next one listed
+simulated, up to ``MAX_CONFIRMED`` calls. Each plan's ``replicas = ⌈target rate / per-replica rate⌉``
+and it is re-priced; plans not simulated (those not listed, or past the bound) carry the tail model's
+P99s (``p99_source`` says which). P99 sizing replaces the analytic headroom (the
 tail is what the headroom stood in for); mean limits, when also given, still hold because a plan
 never shrinks below its analytic size.
 """
@@ -25,6 +27,7 @@ from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.recommend.confirm import (
     Candidate,
+    check,
     confirm,
     mean_floor,
     on_tail_model,
@@ -39,13 +42,16 @@ from gpuplan.core.sim.tail_model import tail_estimate, tail_max_rate
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 
+MAX_PLANS = 10
+"""Plans a recommendation lists (``recommend``); under P99 limits every one of them is simulated."""
 FINALISTS = 3
-"""Plans confirmed with the simulator: the best of each of the three leading GPU types (the answer and
-its two runner-ups), ~2 simulated runs each."""
-MAX_CONFIRMED = 8
-"""Bound on confirmations (demotions included, one run each) when plans get dearer on the simulator and
-fall behind others: the benchmark's Llama-3.1-70B case (benchmarks/README.md) needs 7 to end with its
-three leaders confirmed."""
+"""Plans confirmed with the simulator at the fewest replicas that pass: the best of each of the three
+leading GPU types (the answer and its two runner-ups), ~2 simulated runs each; the other listed plans
+are checked at their count (one run)."""
+MAX_CONFIRMED = 20
+"""Bound on simulator calls (confirmations, checks and demotions, 1-3 runs each) when plans get dearer
+on the simulator and fall behind others: the benchmark's cases (benchmarks/README.md) need 10-14 to
+end with every listed plan simulated."""
 
 
 def size_on_p99(
@@ -59,8 +65,8 @@ def size_on_p99(
     progress: Progress | None = None,
     objective: Objective = "cost",
 ) -> tuple[list[Plan], dict[str, list[Miss]], Callable[[Plan], Plan]]:
-    """Every analytic plan re-sized on the tail model, the finalists confirmed with the simulator
-    (module docstring); ``progress`` receives the share of confirmations done. The tail-model capacity
+    """Every analytic plan re-sized on the tail model, the plans listed run on the simulator (module
+    docstring); ``progress`` receives the share of simulator calls done. The tail-model capacity
     of each plan is searched only as far as its replica count needs; the returned function gives a
     plan with it to the full resolution (for the plans shown)."""
     if target.rate_rps is None:
@@ -77,7 +83,7 @@ def size_on_p99(
             misses.setdefault(plan.gpu, []).append(result)
         else:
             pool.append(result)
-    pool = _confirm_finalists(pool, target, sla, space, cal, objective, misses, progress)
+    pool = _confirm_listed(pool, target, sla, space, cal, objective, misses, progress)
     by_plan = {id(c.plan): c for c in pool}
 
     def exact(plan: Plan) -> Plan:
@@ -87,19 +93,31 @@ def size_on_p99(
     return [c.plan for c in pool], misses, exact
 
 
-def _leaders(pool: Sequence[Candidate], objective: Objective) -> list[Candidate]:
-    """The best candidate of each GPU type, in the objective's order."""
-    by_plan = {id(c.plan): c for c in pool}
+def best_per_gpu(ranked: Sequence[Plan]) -> list[Plan]:
+    """The best plan of each GPU type, in rank order, then further layouts of the leaders: the order
+    in which ``recommend`` lists the first ``MAX_PLANS``."""
     seen: set[str] = set()
-    out: list[Candidate] = []
-    for plan in rank([c.plan for c in pool], objective):
-        if plan.gpu not in seen:
-            seen.add(plan.gpu)
-            out.append(by_plan[id(plan)])
-    return out
+    first: list[Plan] = []
+    rest: list[Plan] = []
+    for p in ranked:
+        (rest if p.gpu_types in seen else first).append(p)
+        seen.add(p.gpu_types)
+    return first + rest
 
 
-def _confirm_finalists(
+def _listed(pool: Sequence[Candidate], objective: Objective, space: SearchSpace) -> list[Candidate]:
+    """The candidates ``recommend`` would list, in ``best_per_gpu`` order (none over the budget)."""
+    by_plan = {id(c.plan): c for c in pool}
+    budget = space.max_usd_per_hour
+    plans = [
+        c.plan
+        for c in pool
+        if budget is None or (c.plan.usd_per_hour is not None and c.plan.usd_per_hour <= budget)
+    ]
+    return [by_plan[id(p)] for p in best_per_gpu(rank(plans, objective))[:MAX_PLANS]]
+
+
+def _confirm_listed(
     pool: list[Candidate],
     target: Workload,
     sla: Sla,
@@ -109,23 +127,24 @@ def _confirm_finalists(
     misses: dict[str, list[Miss]],
     progress: Progress | None,
 ) -> list[Candidate]:
-    """Confirm the leaders with the simulator until the ``FINALISTS`` best are all confirmed."""
+    """Simulate the listed plans until every one is: the ``FINALISTS`` leaders confirmed at their
+    fewest replicas, the others checked at their count (module docstring)."""
     done = 0
     while done < MAX_CONFIRMED:
-        todo = [c for c in _leaders(pool, objective)[:FINALISTS] if not c.confirmed]
+        todo = [(i, c) for i, c in enumerate(_listed(pool, objective, space)) if not c.confirmed]
         if not todo:
             break
-        pick = todo[0]
+        place, pick = todo[0]
         pool.remove(pick)
-        result = confirm(pick, target, sla, space, cal)
+        result = (confirm if place < FINALISTS else check)(pick, target, sla, space, cal)
         if isinstance(result, Miss):
             misses.setdefault(pick.plan.gpu, []).append(result)
         else:
             pool.append(result)
         done += 1
         if progress is not None:
-            progress(min(done / FINALISTS, 1.0))
-    if progress is not None and done < FINALISTS:
+            progress(min(done / MAX_PLANS, 1.0))
+    if progress is not None and done < MAX_PLANS:
         progress(1.0)
     return pool
 

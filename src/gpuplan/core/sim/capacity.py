@@ -46,7 +46,7 @@ limit (4 % at 10 waves, 11 % at 5; Llama-2-70B TP2 on H100, MLPerf lengths)."""
 MAX_SATURATION_REQUESTS = 50_000
 """Bound on the saturation run (about 1 s of simulation) for deployments with very large batches."""
 NEAR_WIDTH = 0.15
-"""Half-width of the narrow bracket around a guess: the tail model's P99s are within ~10-25 % of the
+"""Half-width of the narrow bracket around a guess: the tail model's P99s are within ~10 % of the
 simulator's (tests/unit/core/sim/test_tail_model.py), which moves the rate by less than that."""
 NEAR_MOVES = 3
 """Moves of a misplaced narrow bracket before the full search takes over."""

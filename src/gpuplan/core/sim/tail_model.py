@@ -13,34 +13,45 @@ At a per-replica rate λ, for prompts of I tokens and answers of O tokens:
   its steps run at 1 + n.
 * **Mean TPOT**: decode steps d(1 + n) stretched by the prefill-interference share
   φ = λ·k·(s − d): each prompt adds k = ⌈I / (C − n)⌉ steps carrying a chunk of it (C: max batched
-  tokens), each s − d longer than a decode-only step. TPOT = d / (1 − φ).
+  tokens), each s − d longer than a decode-only step; and a request's life starts behind the β prompts
+  that came during its own TTFT (``tail_prefill.backlog``). TPOT = (d + β·k(s − d)/(O − 1)) / (1 − φ).
 * **P99 TPOT**: a request's TPOT is the mean of its own O − 1 steps. Its batch and the prompts that
   interfere both come from the Poisson arrivals in a window of its decode life T: a request arriving
   a seconds from the start of the window overlaps (T − |a|)/T of it (variance of the time-average
-  batch λ·T·2/3, M/D/∞), and each arrival during the life adds δ = k·(s − d)/(O − 1) to the mean step.
-  Normal quantile of that compound-Poisson sum, with the Cornish–Fisher skew term for small counts.
+  batch λ·T·2/3, M/D/∞), and each arrival during the life adds δ = k·(s − d)/(O − 1) to the mean step;
+  so does each prompt of the backlog. The prompts are a branching process (each one's steps let
+  Poisson(φ) more arrive inside the life): their count is generalised-Poisson, third cumulant
+  (1 + 2φ)/(1 − φ) times a Poisson's of the same variance. Normal quantile of the sum, with the
+  Cornish–Fisher skew term.
 * **P99 TTFT** = the step in progress (half a step, mean residual) + the prompt's own k chunks + the
-  P99 wait behind earlier prompts, an M/D/1 queue whose server is the prefill token budget
-  (service S = I·s(n, C − n)/(C − n), ρ = λ·S; Cramér–Lundberg tail P(W > t) ≈ c·e^(−γt), γ = x/S
-  with ρ(eˣ − 1) = x, c = (1 − ρ)/(x + ρ − 1)) + the P99 wait for a seat when requests in system
+  P99 wait behind earlier prompts and of the later ones packed into its last step
+  (``tail_prefill.packed_wait_p99_s``: an M/D/1 queue whose server is the prefill token budget,
+  service S = I·s(n, C − n)/(C − n), ρ = λ·S) + the P99 wait for a seat when requests in system
   approach the batch limit (max_num_seqs or the KV pool; Halfin–Whitt for the chance of waiting,
   an exponential tail of rate 2(c − a)/E2E for deterministic holding times, Kingman).
 * **P99 E2E** = its mean plus the root-sum-square of the TTFT and decode excesses.
 
 Light load reduces it exactly to the simulator's lone request: TTFT = the chunked prefill alone
 (``lone_prefill_s``), TPOT = d(1). No rate above the stability limits (prefill ρ < 1, seats
-a < c, φ < 1) is ever returned. Agreement with the simulator: tests/unit/core/sim/test_tail_model.py.
+a < c, φ < 1) is ever returned. Agreement with the simulator over a grid of GPUs, models and loads:
+tests/unit/core/sim/test_tail_model.py (docs/simulator.md "Capacity search" has the table).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.simulator import replica_limits
+from gpuplan.core.sim.tail_prefill import (
+    TAIL_PROBABILITY,
+    PrefillQueue,
+    backlog,
+    packed_wait_p99_s,
+)
 from gpuplan.core.sim.tail_solve import highest_passing, smallest_fixed_point
 from gpuplan.core.sla import Sla
 from gpuplan.core.units import MS_PER_S
@@ -49,16 +60,12 @@ Z99 = 2.3263478740408408
 """Standard normal 0.99 quantile."""
 Z999 = 3.090232306167813
 """Standard normal 0.999 quantile: the KV-pool onset of preemption (below)."""
-TAIL_PROBABILITY = 0.01
-"""P99: one request in a hundred above."""
 FIXED_POINT_ITERATIONS = 40
 """Evaluation budget of the decode fixed point (``tail_solve.smallest_fixed_point``): it takes ~5."""
 FIXED_POINT_TOLERANCE = 1e-9
 """n ↦ λ·(O − 1)·TPOT(n) is increasing; iteration from n = 0 climbs to the fixed point or past a
 stability limit (overload). Solved to this relative width: what plain iteration reaches only after
 hundreds of steps when the loop gain nears 1 (it used to stop at 1e-3 a step or 40 steps: up to ~3 % short)."""
-CRAMER_NEWTON_STEPS = 40
-"""Newton steps for the M/D/1 decay root; convex f, started right of the root, converges monotonically."""
 RATE_BISECTION_STEPS = 12
 """2^-12 of the bracket (0.025 %): far below the simulator's own P99 noise at 800 requests (~5 %)."""
 RATE_GRID = 1 << RATE_BISECTION_STEPS
@@ -103,6 +110,8 @@ class _Lane:
     P99 TTFT runs away (simulated: L4 Llama-3.1-8B bf16 2048/300, onset between 0.18 and 0.22 req/s;
     the 99th percentile would put it at 0.24)."""
     lone_prefill_s: float
+    full_steps: dict[int, float] = field(default_factory=dict, compare=False)
+    """Seconds of a step full of prompt tokens beside a whole number of decodes, by that number (``queue``)."""
 
     def decode_s(self, batch: float) -> float:
         return self.replica.step.decode_s(batch=max(min(batch, self.seats), 1.0), context=self.context)
@@ -130,6 +139,25 @@ class _Lane:
         full, rest = divmod(self.input_tokens, chunk)
         total = full * self.mixed_s(batch, chunk) + (self.mixed_s(batch, rest) if rest else 0.0)
         return total, full + (1 if rest else 0)
+
+    def queue(self, rate_rps: float, batch: float, steps_s: float, chunks: int) -> tuple[PrefillQueue, float]:
+        """The prompt queue beside ``batch`` decodes (``tail_prefill``) given one prompt's steps there
+        (``prompt_steps_s``), and that prompt's own seconds (never below the lone prefill)."""
+        own_s = max(steps_s, self.lone_prefill_s)
+        step_tokens = self.chunk(batch)
+        whole = math.ceil(min(batch, self.seats))  # what the budget left depends on: memoised by it
+        full_s = self.full_steps.get(whole)
+        if full_s is None:
+            full_s = self.full_steps[whole] = self.mixed_s(whole, step_tokens)
+        per_token_s = full_s / step_tokens
+        spare = (step_tokens - self.input_tokens % step_tokens) % step_tokens
+        queue = PrefillQueue(
+            rate_rps=rate_rps,
+            service_s=min(self.input_tokens * per_token_s, own_s),
+            room_s=spare * per_token_s,
+            lead_s=max(chunks - 1, 0) * full_s,
+        )
+        return queue, own_s
 
 
 def _lane(replica: ReplicaModel, input_tokens: int, output_tokens: int) -> _Lane:
@@ -164,16 +192,25 @@ class _Decode:
     chunks: int
     share: float
     tpot_s: float
+    behind: float = 0.0
+    """Prompts its decode life starts behind (mean; ``tail_prefill.backlog``)."""
+    behind_var: float = 0.0
 
 
 def _decode_at(lane: _Lane, rate_rps: float, others: float) -> _Decode:
-    """A tagged request decodes among ``others``: its step, and the extra seconds one prompt's chunks add."""
+    """A tagged request decodes among ``others``: its step, the extra seconds one prompt's chunks add,
+    and the prompts it starts behind."""
     step_s = lane.decode_s(1.0 + others)
     prompt_s, chunks = lane.prompt_steps_s(1.0 + others)
     extra_s = max(prompt_s - chunks * step_s, 0.0)
     share = rate_rps * extra_s
-    tpot = step_s / (1.0 - share) if share < 1.0 else math.inf
-    return _Decode(others, step_s, extra_s, chunks, share, tpot)
+    behind, behind_var = 0.0, 0.0
+    if rate_rps > 0.0 and extra_s > 0.0:
+        behind, behind_var = backlog(*lane.queue(rate_rps, 1.0 + others, prompt_s, chunks))
+    gaps = max(lane.output_tokens - 1, 1)
+    stable = share < 1.0 and math.isfinite(behind)
+    tpot = (step_s + extra_s * behind / gaps) / (1.0 - share) if stable else math.inf
+    return _Decode(others, step_s, extra_s, chunks, share, tpot, behind, behind_var)
 
 
 def _decode_fixed_point(
@@ -205,33 +242,6 @@ def _decode_fixed_point(
     return states.get(others) or _decode_at(lane, rate_rps, others)
 
 
-def _cramer_root(rho: float) -> float:
-    """x > 0 with ρ(eˣ − 1) = x (M/D/1 decay, in units of the service time)."""
-    x = 2.0 * math.log(1.0 / rho) + 2.0
-    for _ in range(CRAMER_NEWTON_STEPS):
-        ex = math.exp(x)
-        step = (rho * (ex - 1.0) - x) / (rho * ex - 1.0)
-        x -= step
-        if abs(step) < 1e-9 * x:
-            break
-    return x
-
-
-def md1_wait_p99_s(*, rate_rps: float, service_s: float) -> float:
-    """P99 wait in an M/D/1 queue (Cramér–Lundberg asymptote; 0 when fewer than 1 % wait at all)."""
-    rho = rate_rps * service_s
-    if rho <= 0.0:
-        return 0.0
-    if rho >= 1.0:
-        return math.inf
-    first = math.log((1.0 - TAIL_PROBABILITY) / (1.0 - rho)) / rate_rps
-    if first < service_s:  # exact below one service time: P(W <= t) = (1 - rho)·e^(λt), t < S
-        return max(first, 0.0)
-    x = _cramer_root(rho)
-    scale = (1.0 - rho) / (x + rho - 1.0)
-    return max(math.log(scale / TAIL_PROBABILITY), 0.0) * service_s / x
-
-
 def seat_wait_p99_s(*, offered: float, seats: float, hold_s: float) -> float:
     """P99 wait for one of ``seats`` batch slots at ``offered`` = λ·hold requests in system
     (Halfin–Whitt chance of waiting; exponential tail of rate 2(c − a)/hold, deterministic holds)."""
@@ -250,15 +260,6 @@ def seat_wait_p99_s(*, offered: float, seats: float, hold_s: float) -> float:
     return math.log(waiting / TAIL_PROBABILITY) * hold_s / (2.0 * (seats - offered))
 
 
-def _queue_service_s(lane: _Lane, others: float, own_s: float) -> float:
-    """Seconds a queued prompt holds the prefill budget: its own steps, or, when m ≥ 2 prompts fit
-    one step's budget, a 1/m share of a step carrying m of them (queued prompts are packed)."""
-    per_step = lane.chunk(others) // max(lane.input_tokens, 1)
-    if per_step < 2:
-        return own_s
-    return min(own_s, lane.mixed_s(others, per_step * lane.input_tokens) / per_step)
-
-
 def _tpot_p99_s(lane: _Lane, rate_rps: float, dec: _Decode) -> float:
     """Mean TPOT plus the compound-Poisson P99 excess of one request's mean step (module docstring)."""
     gaps = max(lane.output_tokens - 1, 1)
@@ -269,8 +270,10 @@ def _tpot_p99_s(lane: _Lane, rate_rps: float, dec: _Decode) -> float:
     stretch = 1.0 / (1.0 - dec.share)
     b, p = slope * stretch, dec.extra_s * stretch / gaps  # per arrival: batch, prefill
     m = rate_rps * life_s
-    var = m * (b * b * 2.0 / 3.0 + b * p + p * p)
-    third = m * (b**3 / 2.0 + 3.0 * b * b * p / 3.0 + 3.0 * b * p * p / 2.0 + p**3)
+    branching = (1.0 + 2.0 * dec.share) / (1.0 - dec.share)  # generalised Poisson vs Poisson, κ3 at equal κ2
+    var = m * (b * b * 2.0 / 3.0 + b * p + p * p) + dec.behind_var * (b + p) ** 2
+    third = m * (b**3 / 2.0 + 3.0 * b * b * p / 3.0 + 3.0 * b * p * p / 2.0 + p**3 * branching)
+    third += dec.behind_var * (b + p) ** 3
     if var <= 0.0:
         return dec.tpot_s
     sigma = math.sqrt(var)
@@ -293,14 +296,10 @@ def _estimate(lane: _Lane, rate_rps: float, start: float = 0.0, above: float | N
     if isinstance(dec, str):
         return _unstable(rate_rps, dec)
     others = dec.others
-    own_s = max(lane.prompt_steps_s(others)[0], lane.lone_prefill_s)
+    queue, own_s = lane.queue(rate_rps, others, *lane.prompt_steps_s(others))
     busy = 1.0 - math.exp(-(others + rate_rps * own_s))
     residual_s = busy * dec.tpot_s / 2.0
-    service_s = _queue_service_s(lane, others, own_s)
-    queue_s = md1_wait_p99_s(rate_rps=rate_rps, service_s=service_s)
-    if queue_s > 0.0 and service_s < own_s:  # after a wait the prompt shares its step with those that
-        packed = min(1.0 + rate_rps * own_s, lane.chunk(others) / max(lane.input_tokens, 1))  # came meanwhile
-        own_s = max(own_s, lane.mixed_s(others, packed * lane.input_tokens))
+    queue_s = packed_wait_p99_s(queue)
     if not math.isfinite(queue_s):
         return _unstable(rate_rps, "prefill queue")
     ttft_mean_s = own_s + residual_s

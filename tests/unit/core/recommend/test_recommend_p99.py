@@ -12,7 +12,7 @@ from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.errors import UserInputError
 from gpuplan.core.model.spec import ModelSpec
-from gpuplan.core.recommend import confirm, recommend
+from gpuplan.core.recommend import confirm, recommend, tail
 from gpuplan.core.recommend.confirm import run_at
 from gpuplan.core.recommend.request import GpuOffer, Plan, Recommendation, SearchSpace
 from gpuplan.core.recommend.search import one_replica
@@ -109,17 +109,12 @@ def test_p99_sizing_reports_progress(model: ModelSpec, offers: list[GpuOffer]) -
 FIVE_GPUS = ["L4", "A10G", "L40S", "A100-80GB-SXM", "H100-SXM"]
 
 
-def test_each_plan_says_where_its_p99s_come_from(model: ModelSpec) -> None:
-    """``p99_source``: a simulator plan's P99s are a simulated run at its share of the target, and a
-    replica fewer misses the limits (the fewest that pass); a tail-model plan's are the tail model's at
-    its share. The best plans of the leading GPU types are simulated, and the explanation says so."""
-    offers = resolve.offers(default_catalog(), FIVE_GPUS, basis=AWS)
-    sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80)
-    rec = recommend(model, offers, TARGET, sla=sla, space=TOGETHER, cal=CAL)
-    by_gpu = {o.gpu.id: o for o in offers}
-    sources = {p.p99_source for p in rec.plans}
-    assert sources == {"simulator", "tail model"}
-    leaders = list(dict.fromkeys(p.gpu for p in rec.plans))[:FINALISTS]
+def _sources(model: ModelSpec, sla: Sla, rec: Recommendation) -> list[tuple[Plan, str, bool]]:
+    """Each plan listed, its P99 source, and whether its P99s are what they say: a simulator plan's a
+    run at its share of the target as long as its confirmation ran (``steady_run_at``), a tail-model
+    plan's the tail model's at its share; and for a simulator plan whether a replica fewer misses."""
+    by_gpu = {o.gpu.id: o for o in resolve.offers(default_catalog(), FIVE_GPUS, basis=AWS)}
+    out: list[tuple[Plan, str, bool]] = []
     for p in rec.plans:
         replica = one_replica(model, by_gpu[p.gpu].gpu, p.layout, TARGET, CAL)
         share = 12 / p.layout.replicas
@@ -130,14 +125,69 @@ def test_each_plan_says_where_its_p99s_come_from(model: ModelSpec) -> None:
                 summary.ttft.p99_ms,
                 summary.tpot.p99_ms,
             )
-            if p.layout.replicas > 1:
-                assert run_at(replica, TARGET, 12 / (p.layout.replicas - 1), sla)[1] is not None
+            fewer = (
+                p.layout.replicas > 1
+                and run_at(replica, TARGET, 12 / (p.layout.replicas - 1), sla)[1] is not None
+            )
+            out.append((p, "simulator", fewer or p.layout.replicas == 1))
         else:
             est = tail_estimate(replica, input_tokens=512, output_tokens=128, rate_rps=share)
             assert (p.ttft_p99_ms, p.tpot_p99_ms) == (est.ttft_p99_ms, est.tpot_p99_ms)
+            out.append((p, str(p.p99_source), False))
+    return out
+
+
+def test_every_plan_listed_carries_simulated_p99s(model: ModelSpec) -> None:
+    """``p99_source``: every plan listed is simulated at its share of the target; the best plans of the
+    ``FINALISTS`` leading GPU types at the fewest replicas that pass (a replica fewer misses), and the
+    explanation says so."""
+    sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80)
+    offers = resolve.offers(default_catalog(), FIVE_GPUS, basis=AWS)
+    rec = recommend(model, offers, TARGET, sla=sla, space=TOGETHER, cal=CAL)
+    listed = _sources(model, sla, rec)
+    assert len(listed) > FINALISTS and {source for _, source, _ in listed} == {"simulator"}
+    leaders = list(dict.fromkeys(p.gpu for p in rec.plans))[:FINALISTS]
     for gpu in leaders:
-        assert next(p for p in rec.plans if p.gpu == gpu).p99_source == "simulator"
-    assert "simulated P99 TTFT" in rec.explanation[0] or "simulated P99 TTFT" in " ".join(rec.explanation)
+        assert next(fewest for p, _, fewest in listed if p.gpu == gpu)
+    assert "simulated P99 TTFT" in " ".join(rec.explanation)
+
+
+def test_plans_past_the_simulation_bound_keep_the_tail_models_p99s(
+    model: ModelSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the simulator calls bounded at the finalists, the leaders are simulated and the other plans
+    listed carry the tail model's P99s at their share."""
+    monkeypatch.setattr(tail, "MAX_CONFIRMED", FINALISTS)
+    sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80)
+    offers = resolve.offers(default_catalog(), FIVE_GPUS, basis=AWS)
+    rec = recommend(model, offers, TARGET, sla=sla, space=TOGETHER, cal=CAL)
+    sources = [source for _, source, _ in _sources(model, sla, rec)]
+    assert set(sources) == {"simulator", "tail model"} and sources.count("simulator") <= FINALISTS
+
+
+def test_a_checked_plan_that_misses_at_its_count_is_demoted() -> None:
+    """``confirm.check`` runs a plan once at its count: a count whose run misses the limits demotes the
+    plan one replica (re-sized on the tail model), and a count that passes is confirmed there with that
+    run's P99s, no fewer replicas tried."""
+    model = get_model("meta-llama/Llama-3.1-8B")
+    l4 = resolve.offers(default_catalog(), ["L4"], basis=AWS)
+    best = _rec(model, l4, ttft_p99_ms=1500, tpot_p99_ms=80).plans[0]
+    replica = one_replica(model, l4[0].gpu, best.layout, TARGET, CAL)
+    sla = Sla(ttft_p99_ms=1500, tpot_p99_ms=80)
+    base = confirm.Candidate(best, replica, l4[0])
+    for replicas in (best.layout.replicas, best.layout.replicas + 1):
+        cand = confirm.Candidate(
+            confirm.on_tail_model(base, replicas, 12 / replicas, TARGET, CAL), replica, l4[0]
+        )
+        checked = confirm.check(cand, TARGET, sla, SearchSpace(), CAL)
+        assert isinstance(checked, confirm.Candidate) and checked.confirmed
+        assert checked.plan.layout.replicas == replicas and checked.plan.p99_source == "simulator"
+    if best.layout.replicas > 1:
+        fewer = best.layout.replicas - 1
+        cand = confirm.Candidate(confirm.on_tail_model(base, fewer, 12 / fewer, TARGET, CAL), replica, l4[0])
+        demoted = confirm.check(cand, TARGET, sla, SearchSpace(), CAL)
+        assert isinstance(demoted, confirm.Candidate) and not demoted.confirmed
+        assert (demoted.plan.layout.replicas, demoted.misses_at) == (best.layout.replicas, fewer)
 
 
 def test_mean_sized_plans_have_no_p99_source(model: ModelSpec, offers: list[GpuOffer]) -> None:

@@ -16,7 +16,8 @@ from gpuplan.core.sim.capacity import offline_requests_per_s
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import simulate
-from gpuplan.core.sim.tail_model import md1_wait_p99_s, tail_estimate, tail_max_rate
+from gpuplan.core.sim.tail_model import tail_estimate, tail_max_rate
+from gpuplan.core.sim.tail_prefill import md1_wait_p99_s
 from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
@@ -24,19 +25,41 @@ from gpuplan.data.bundled_calibration import default_calibration
 from gpuplan.usecases import resolve
 
 IN, OUT = 2048, 300
-TPOT_TOLERANCE = 0.15
-"""Measured over 8B/70B on H100, MI300X, A100, L4, T4 at 5-90 % of capacity: TPOT within ~10 %, plus
-the ~5 % seed-to-seed spread of a P99 of 640 requests."""
-TTFT_TOLERANCE = 0.35
-"""TTFT is the looser one: the model's M/D/1 prefill queue runs 10-25 % under the simulator at
-30-80 % load, and a P99 of 640 requests moves ~10 % from seed to seed."""
+TOLERANCE = 0.10
+"""Issue 16: the tail model's P99s within 10 % of the simulator's."""
+GRID_REQUESTS = 8000
+GRID_SEEDS = (1, 2)
+"""The simulator's P99 as the mean of two 8,000-request runs (6,400 after the warm-up each): near
+saturation one 800-request run moves its P99 by 10-20 % from seed to seed, two long ones by a few %."""
+LLAMA_8B, LLAMA_70B = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"
+GRID = [
+    # prompts in steps of four (8,192-token budget): later prompts packed into a prompt's step
+    (LLAMA_8B, "H100-SXM", 1, "fp8", IN, OUT, 0.5),
+    (LLAMA_8B, "MI300X", 1, "fp8", IN, OUT, 0.7),
+    (LLAMA_70B, "H200-SXM", 2, "fp4", IN, OUT, 0.3),
+    (LLAMA_70B, "H200-SXM", 2, "fp4", IN, OUT, 0.7),
+    (LLAMA_70B, "B200", 1, "fp4", IN, OUT, 0.85),
+    (LLAMA_70B, "GH200", 1, "fp4", IN, OUT, 0.5),
+    (LLAMA_70B, "MI300X", 1, "fp8", IN, OUT, 0.6),
+    ("Qwen/Qwen2.5-32B-Instruct", "H100-SXM", 2, "fp8", IN, OUT, 0.6),
+    (LLAMA_8B, "H100-SXM", 1, "fp8", 8000, 500, 0.6),
+    # one prompt a step or less (2,048-token budget): one later prompt fills its last step
+    (LLAMA_8B, "L4", 1, "fp8", IN, OUT, 0.7),
+    (LLAMA_8B, "A100-80GB-SXM", 1, "bf16", IN, OUT, 0.85),
+    (LLAMA_8B, "RTX-A5000", 2, "fp8", IN, OUT, 0.5),
+    (LLAMA_70B, "A100-80GB-SXM", 4, "int4", IN, OUT, 0.5),
+]
+"""A representative set of the grid measured in docs/simulator.md ("Capacity search"): both prefill
+regimes, 8B to 70B, 0.3-0.85 of the offline rate."""
 
 
-def _replica(gpu: str, dtype: str) -> ReplicaModel:
+def _replica(
+    gpu: str, dtype: str, model_id: str = LLAMA_8B, tp: int = 1, lengths: tuple[int, int] = (IN, OUT)
+) -> ReplicaModel:
     offer = resolve.offers(default_catalog(), [gpu])[0]
-    target = Workload(scenario="rate", input_tokens=IN, output_tokens=OUT, rate_rps=1)
-    model = get_model("meta-llama/Llama-3.1-8B")
-    return one_replica(model, offer.gpu, Layout(tp=1, weight_dtype=dtype), target, default_calibration())
+    target = Workload(scenario="rate", input_tokens=lengths[0], output_tokens=lengths[1], rate_rps=1)
+    layout = Layout(tp=tp, weight_dtype=dtype)
+    return one_replica(get_model(model_id), offer.gpu, layout, target, default_calibration())
 
 
 @pytest.fixture(scope="module")
@@ -44,23 +67,22 @@ def h100() -> ReplicaModel:
     return _replica("H100-SXM", "fp8")
 
 
-def _offline(replica: ReplicaModel) -> float:
-    spec = WorkloadSpec(
-        arrival=ArrivalSpec(kind="poisson", rate_rps=1.0),
-        input_tokens=LengthDist(kind="fixed", value=IN),
-        output_tokens=LengthDist(kind="fixed", value=OUT),
-    )
-    return offline_requests_per_s(replica, spec)
-
-
-def _sim(replica: ReplicaModel, rate: float, seed: int) -> tuple[float, float]:
-    spec = WorkloadSpec(
+def _spec(rate: float, lengths: tuple[int, int], requests: int = 1000, seed: int = 0) -> WorkloadSpec:
+    return WorkloadSpec(
         arrival=ArrivalSpec(kind="poisson", rate_rps=rate),
-        input_tokens=LengthDist(kind="fixed", value=IN),
-        output_tokens=LengthDist(kind="fixed", value=OUT),
-        num_requests=800,
+        input_tokens=LengthDist(kind="fixed", value=lengths[0]),
+        output_tokens=LengthDist(kind="fixed", value=lengths[1]),
+        num_requests=requests,
         seed=seed,
     )
+
+
+def _offline(replica: ReplicaModel, lengths: tuple[int, int] = (IN, OUT)) -> float:
+    return offline_requests_per_s(replica, _spec(1.0, lengths))
+
+
+def _sim(replica: ReplicaModel, rate: float, seed: int, lengths: tuple[int, int]) -> tuple[float, float]:
+    spec = _spec(rate, lengths, GRID_REQUESTS, seed)
     s = summarise(simulate(replica, generate(spec), SimConfig(record_timeline=False)), warmup_fraction=0.2)
     return s.ttft.p99_ms or 0.0, s.tpot.p99_ms or 0.0
 
@@ -94,15 +116,17 @@ def test_p99s_rise_with_the_rate_and_the_capacity_bound_holds(h100: ReplicaModel
     assert 0 < loose <= 1.5 * cap  # never past the stability limits, whatever the SLO
 
 
-@pytest.mark.parametrize(
-    ("gpu", "dtype", "share"), [("H100-SXM", "fp8", 0.3), ("H100-SXM", "fp8", 0.7), ("L4", "fp8", 0.5)]
-)
-def test_tail_model_agrees_with_the_simulator(gpu: str, dtype: str, share: float) -> None:
-    replica = _replica(gpu, dtype)
-    cap = _offline(replica)
-    rate = share * cap
-    est = tail_estimate(replica, input_tokens=IN, output_tokens=OUT, rate_rps=rate)
-    sims = [_sim(replica, rate, seed) for seed in (1, 2, 3)]
+@pytest.mark.parametrize(("model_id", "gpu", "tp", "dtype", "prompt", "answer", "share"), GRID)
+def test_tail_model_agrees_with_the_simulator(
+    model_id: str, gpu: str, tp: int, dtype: str, prompt: int, answer: int, share: float
+) -> None:
+    """P99 TTFT and TPOT of one replica at ``share`` of its offline rate within 10 % of the simulator's
+    (the mean of ``GRID_SEEDS`` runs of ``GRID_REQUESTS`` requests)."""
+    lengths = (prompt, answer)
+    replica = _replica(gpu, dtype, model_id, tp, lengths)
+    rate = share * _offline(replica, lengths)
+    est = tail_estimate(replica, input_tokens=prompt, output_tokens=answer, rate_rps=rate)
+    sims = [_sim(replica, rate, seed, lengths) for seed in GRID_SEEDS]
     ttft, tpot = (float(np.mean(v)) for v in zip(*sims, strict=True))
-    assert est.ttft_p99_ms == pytest.approx(ttft, rel=TTFT_TOLERANCE)
-    assert est.tpot_p99_ms == pytest.approx(tpot, rel=TPOT_TOLERANCE)
+    assert est.ttft_p99_ms == pytest.approx(ttft, rel=TOLERANCE)
+    assert est.tpot_p99_ms == pytest.approx(tpot, rel=TOLERANCE)
