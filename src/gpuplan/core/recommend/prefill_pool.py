@@ -56,4 +56,5 @@ def prefill_option(
     packed = math.ceil(step.prefill_step_tokens / max(target.input_tokens, 1))
     prompt = target.model_copy(update={"output_tokens": 1})
     busy = prefill_share_s(step, replica.memory, prompt, float(packed))
-    return PrefillOption(offer, layout, busy, lone_prefill_s(step, target))  # its cached prefix skipped
+    alone_s = lone_prefill_s(step, target) + step.first_token_host_s  # cached prefix skipped; host time first
+    return PrefillOption(offer, layout, busy, alone_s)

@@ -43,7 +43,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpuplan.core.perf.inference import ReplicaModel
+from gpuplan.core.perf.inference import ReplicaModel, first_token_delay_s
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.simulator import replica_limits
 from gpuplan.core.sim.tail_prefill import (
@@ -302,7 +302,7 @@ def _estimate(lane: _Lane, rate_rps: float, start: float = 0.0, above: float | N
     queue_s = packed_wait_p99_s(queue)
     if not math.isfinite(queue_s):
         return _unstable(rate_rps, "prefill queue")
-    ttft_mean_s = own_s + residual_s
+    ttft_mean_s = own_s + residual_s + first_token_delay_s(lane.replica.step, others, dec.tpot_s)
     gaps = max(lane.output_tokens - 1, 0)
     hold_s = ttft_mean_s + gaps * dec.tpot_s
     offered = rate_rps * hold_s

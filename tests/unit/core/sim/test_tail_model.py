@@ -9,6 +9,7 @@ import pytest
 
 from gpuplan.adapters.catalog.loader import default_catalog
 from gpuplan.adapters.models.registry import get_model
+from gpuplan.core.calibration.serving import ReleaseFactors
 from gpuplan.core.perf.inference import ReplicaModel
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.recommend.search import one_replica
@@ -18,7 +19,7 @@ from gpuplan.core.sim.metrics import summarise
 from gpuplan.core.sim.simulator import simulate
 from gpuplan.core.sim.tail_model import tail_estimate, tail_max_rate
 from gpuplan.core.sim.tail_prefill import md1_wait_p99_s
-from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, WorkloadSpec, generate
+from gpuplan.core.sim.workload import ArrivalSpec, LengthDist, Requests, WorkloadSpec, generate
 from gpuplan.core.sla import Sla
 from gpuplan.core.workload import Workload
 from gpuplan.data.bundled_calibration import default_calibration
@@ -91,6 +92,21 @@ def test_light_load_is_the_lone_request(h100: ReplicaModel) -> None:
     lone = tail_estimate(h100, input_tokens=IN, output_tokens=OUT, rate_rps=0.0)
     assert lone.ttft_p99_ms == pytest.approx(h100.step.lone_prefill_s(IN) * 1000)
     assert lone.tpot_p99_ms == pytest.approx(h100.step.decode_s(batch=1, context=IN + OUT / 2) * 1000)
+
+
+def test_light_load_of_a_release_with_host_time_is_its_simulated_lone_request() -> None:
+    # vLLM 0.14 with 50 ms of host time per request: alone, the first token comes after the host time,
+    # the step's planning (nothing to hide it behind) and the prefill, in the simulator and the model
+    lines = {"vllm-v1": ReleaseFactors(first_token_host_s=0.05)}
+    cal = default_calibration().model_copy(update={"release_lines": lines})
+    model, gpu = get_model("meta-llama/Llama-3.1-8B"), default_catalog().get_gpu("H100-SXM")
+    replica = ReplicaModel.build(
+        model, gpu, Layout(engine_version="0.14.1"), context_tokens=IN + OUT, cal=cal
+    )
+    lone = tail_estimate(replica, input_tokens=IN, output_tokens=OUT, rate_rps=0.0)
+    trace = Requests(np.array([0.0]), np.array([IN]), np.array([OUT]))
+    run = simulate(replica, trace)
+    assert lone.ttft_p99_ms == pytest.approx((run.first_token_s[0] - run.arrival_s[0]) * 1000, rel=1e-9)
 
 
 def test_md1_wait_matches_lindley_recursion() -> None:
