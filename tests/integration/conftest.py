@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,11 +85,11 @@ def user_error(invoke: Invoke) -> Callable[..., str]:
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-@pytest.fixture
-def mock_url() -> Iterator[str]:
-    """A mock OpenAI server (TTFT 5 ms, ITL 1 ms) in its own process on 127.0.0.1 for the test's duration."""
+@contextmanager
+def running_mock(*flags: str) -> Iterator[str]:
+    """A ``gpuplan mock-server`` with ``flags`` in its own process on a free 127.0.0.1 port: its URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "5", "--itl-ms", "1"],
+        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", *flags],
         stdout=subprocess.PIPE,
         text=True,
         env={"PYTHONPATH": SRC},
@@ -99,3 +100,19 @@ def mock_url() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+MockServer = Callable[..., AbstractContextManager[str]]
+
+
+@pytest.fixture
+def mock_server() -> MockServer:
+    """:func:`running_mock`, for a test that starts a mock with flags of its own."""
+    return running_mock
+
+
+@pytest.fixture
+def mock_url() -> Iterator[str]:
+    """A mock OpenAI server (TTFT 5 ms, ITL 1 ms) in its own process on 127.0.0.1 for the test's duration."""
+    with running_mock("--ttft-ms", "5", "--itl-ms", "1") as url:
+        yield url

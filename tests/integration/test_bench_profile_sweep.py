@@ -7,9 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from typer.testing import CliRunner
 
 from gpuplan.interfaces.cli.app import app
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 SLOTS, TTFT_MS, ITL_MS, OUTPUT_TOKENS = 4, 20.0, 5.0, 4
 SERVICE_S = (TTFT_MS + (OUTPUT_TOKENS - 1) * ITL_MS) / 1e3
 """One request's time in the mock: its first token at TTFT, the other three ITL apart (35 ms)."""
@@ -25,22 +23,13 @@ PROMPTS = 60
 
 
 @pytest.fixture()
-def slow_mock() -> Iterator[str]:
+def slow_mock(mock_server: Callable[..., AbstractContextManager[str]]) -> Iterator[str]:
     """A mock serving SLOTS streams at once (more queue): 1/SERVICE_S req/s one at a time, SLOTS times
     that saturated."""
-    flags = ["--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-concurrency", str(SLOTS)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", *flags],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={"PYTHONPATH": SRC},
-    )
-    try:
-        assert proc.stdout is not None
-        yield proc.stdout.readline().split()[-1]
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with mock_server(
+        "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--max-concurrency", str(SLOTS)
+    ) as url:
+        yield url
 
 
 def test_a_sweep_finds_the_mocks_rates_and_stores_one_curve(tmp_path: Path, slow_mock: str) -> None:
