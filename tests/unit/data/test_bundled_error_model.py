@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuplan.core.calibration.error_model import interval
+from gpuplan.core.calibration.error_model import held_out_coverage, interval
 from gpuplan.data import read_bundled_text
 from gpuplan.data.error_model import ERROR_MODEL_FILE, default_error_model, error_model_data
 from gpuplan.usecases.calibration.error_model_build import HOW, dump
@@ -43,3 +43,28 @@ def test_intervals_of_every_family_contain_most_of_their_own_rows() -> None:
             inside += ends[0] <= 2.718281828459045**r.log_ratio <= ends[1]
         # in-sample 99 % intervals (each group shrunk towards its parent) hold at least 90 % of the rows
         assert inside >= 0.9 * len(rows), family
+
+
+CALIBRATED = {
+    # (family, source file or None for all): levels whose held-out coverage meets issue 17's target
+    ("inference memory", None): (0.5, 0.8),
+    ("throughput", "inference.csv"): (0.5, 0.8),
+    ("training speed", None): (0.5, 0.8),
+    ("training memory", None): (
+        0.8,
+    ),  # 50 %: 61 % inside (4 GPUs, one holds 46 of 61 rows; docs/validate.md)
+}
+TARGET = {0.5: (0.43, 0.57), 0.8: (0.75, 0.85)}
+"""Issue 17: the share of held-out measured values inside the 50 % and 80 % intervals."""
+
+
+def test_held_out_coverage_meets_the_target_where_there_are_gpus_to_hold_out() -> None:
+    # each GPU's rows scored against the error model rebuilt without that GPU (docs/validate.md)
+    data = error_model_data()
+    for (family, source), levels in CALIBRATED.items():
+        for level in levels:
+            got = held_out_coverage(
+                residuals=data.residuals, level=level, k=data.shrinkage_k, family=family, source=source
+            )
+            low, high = TARGET[level]
+            assert got.coverage is not None and low <= got.coverage <= high, (family, source, level, got)

@@ -2,15 +2,15 @@
 
 Each residual carries a *path* of group keys from the broadest to the narrowest, e.g.
 ``("throughput", "saturated", "gpu calibrated", "engine known", "output_tokens_per_s")``. Every
-prefix of a path is a group. Rows of one GPU share a bias (the factors of a GPU the fit never saw are
-off together), so the unit of evidence is the GPU, not the row: within a group each GPU weighs
-equally (its rows share one unit of weight), and a group's quantiles at the probabilities of
-``QUANTILE_GRID`` are its GPU-weighted empirical quantiles pooled with its parent's (already shrunk)
-quantiles,
+prefix of a path is a group. Rows of one *measurement setup* (one GPU in one source document: one
+harness, software stack and clock) share a bias, so the unit of evidence is the setup, not the row:
+within a group each setup weighs equally (its rows share one unit of weight), and a group's
+quantiles at the probabilities of ``QUANTILE_GRID`` are its setup-weighted empirical quantiles pooled
+with its parent's (already shrunk) quantiles,
 
     q_group(p) = w · q_empirical(p) + (1 − w) · q_parent(p),   w = n / (n + k),
 
-with ``n`` the GPUs the group has rows of and ``k`` the shrinkage strength (``SHRINKAGE_K``). The top
+with ``n`` the setups the group has rows of and ``k`` the shrinkage strength (``SHRINKAGE_K``). The top
 level (one group per metric family) is its own empirical distribution. A prediction whose path
 reaches a group with no residuals uses its deepest ancestor that has some.
 
@@ -33,11 +33,12 @@ QUANTILE_GRID: tuple[float, ...] = (
 )  # fmt: skip
 """Probabilities at which each group's quantiles are held: both ends of every interval from 50 % to
 99 % lie on or between two of them (linear interpolation in between)."""
-SHRINKAGE_K = 10.0
-"""Pseudo-count, in GPUs, of the parent group: a child's own quantiles get weight n/(n+k), n its GPUs.
-The development sets have 1-9 GPUs per group, so a child moves its parent by at most 9/19. Chosen
-among 3, 5, 10 and 20 by the held-out coverage of docs/validate.md (Intervals): 3 and 5 made
-the narrow memory groups too narrow for a GPU they had not seen; 20 changed little."""
+SHRINKAGE_K = 5.0
+"""Pseudo-count, in setups, of the parent group: a child's own quantiles get weight n/(n+k), n its
+setups. The development sets have 1-30 setups per group, so a child of 5 setups moves halfway.
+Chosen among 3, 5, 10 and 20 by the held-out coverage of docs/validate.md (Intervals), 2026-12-06:
+3 made the training-memory groups too narrow for a GPU they had not seen (67 % inside the 80 %
+intervals), 10 and 20 too wide (87-92 %)."""
 MIN_LEVEL = 0.5
 MAX_LEVEL = 0.99
 """The interval levels a user may ask for (``--interval``): the grid's ends cover 99 %."""
@@ -70,6 +71,10 @@ class Residual(FrozenModel):
     """The validation file the row came from."""
     id: str
     gpu: str
+    """The GPU the row measured: the unit the error model is held out by (``held_out_coverage``)."""
+    setup: str
+    """The measurement setup (its GPU and its source document): the unit of evidence, whose rows
+    share one unit of weight."""
     path: tuple[str, ...] = Field(min_length=1)
     log_ratio: float
 
@@ -80,7 +85,9 @@ class ErrorGroup(FrozenModel):
     n: int = Field(ge=1)
     """Residuals (rows)."""
     gpus: int = Field(ge=1)
-    """GPUs those rows are of: the ``n`` of the shrinkage weight."""
+    """GPUs those rows are of."""
+    setups: int = Field(ge=1)
+    """Measurement setups those rows are of: the ``n`` of the shrinkage weight."""
     quantiles: tuple[float, ...]
 
 
@@ -158,19 +165,19 @@ def weighted_quantiles(
     return tuple(float(q) for q in np.interp(list(ps), position, v))
 
 
-def gpu_weights(residuals: Sequence[Residual]) -> list[float]:
-    """1 / (rows of the residual's GPU among ``residuals``): every GPU weighs one unit."""
+def setup_weights(residuals: Sequence[Residual]) -> list[float]:
+    """1 / (rows of the residual's setup among ``residuals``): every setup weighs one unit."""
     rows: dict[str, int] = {}
     for r in residuals:
-        rows[r.gpu] = rows.get(r.gpu, 0) + 1
-    return [1.0 / rows[r.gpu] for r in residuals]
+        rows[r.setup] = rows.get(r.setup, 0) + 1
+    return [1.0 / rows[r.setup] for r in residuals]
 
 
 def build_error_model(
     *, residuals: Sequence[Residual], k: float = SHRINKAGE_K, grid: Sequence[float] = QUANTILE_GRID
 ) -> ErrorModel:
     """Every prefix of every residual's path as a group, parents first, each shrunk to its parent
-    (GPU-weighted quantiles, module docstring)."""
+    (setup-weighted quantiles, module docstring)."""
     members: dict[tuple[str, ...], list[Residual]] = {}
     for r in residuals:
         for depth in range(1, len(r.path) + 1):
@@ -179,10 +186,12 @@ def build_error_model(
     groups: dict[str, ErrorGroup] = {}
     for path in sorted(members, key=lambda p: (len(p), p)):
         rows = members[path]
-        own = weighted_quantiles(values=[r.log_ratio for r in rows], weights=gpu_weights(rows), ps=grid)
-        gpus = len({r.gpu for r in rows})
-        shrunk[path] = shrink(own=own, parent=shrunk.get(path[:-1]), n=gpus, k=k)
-        groups[group_key(path)] = ErrorGroup(n=len(rows), gpus=gpus, quantiles=shrunk[path])
+        own = weighted_quantiles(values=[r.log_ratio for r in rows], weights=setup_weights(rows), ps=grid)
+        setups = len({r.setup for r in rows})
+        shrunk[path] = shrink(own=own, parent=shrunk.get(path[:-1]), n=setups, k=k)
+        groups[group_key(path)] = ErrorGroup(
+            n=len(rows), gpus=len({r.gpu for r in rows}), setups=setups, quantiles=shrunk[path]
+        )
     return ErrorModel(shrinkage_k=k, grid=tuple(grid), groups=groups)
 
 

@@ -59,7 +59,8 @@ COMMAND = (
 ABOUT = (
     "Held-out residuals log(measured/predicted) of the development rows, grouped by path "
     "(metric family / regime / GPU evidence / engine / metric); quantiles per group are computed on "
-    "load, each shrunk to its parent with weight n/(n+k). See gpuplan/core/calibration/error_model.py."
+    "load, each measurement setup (GPU and source document) weighing one unit, each group shrunk to "
+    "its parent with weight n/(n+k), n its setups. See gpuplan/core/calibration/error_model.py."
 )
 SERVING_FILES = ("inference.csv", "serving_sweeps.csv")
 TRAINING_FILE = "training.csv"
@@ -95,7 +96,8 @@ def residuals_of(
         if path is None:
             continue
         ratio = round(math.log(r.measured / r.predicted), ROUND_DIGITS)
-        out.append(Residual(source=source, id=r.id, gpu=r.gpu, path=path, log_ratio=ratio))
+        setup = f"{r.gpu} {case.get('source_url')}"
+        out.append(Residual(source=source, id=r.id, gpu=r.gpu, setup=setup, path=path, log_ratio=ratio))
     return out
 
 

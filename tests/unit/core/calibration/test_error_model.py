@@ -19,8 +19,11 @@ from gpuplan.core.calibration.error_model import (
 )
 
 
-def _res(path: tuple[str, ...], value: float, gpu: str = "G", i: int = 0) -> Residual:
-    return Residual(source="t.csv", id=f"R{i}", gpu=gpu, path=path, log_ratio=value)
+def _res(
+    path: tuple[str, ...], value: float, gpu: str = "G", i: int = 0, setup: str | None = None
+) -> Residual:
+    """A residual; its setup is its GPU unless named (one source document per GPU)."""
+    return Residual(source="t.csv", id=f"R{i}", gpu=gpu, setup=setup or gpu, path=path, log_ratio=value)
 
 
 def test_shrink_weights_own_quantiles_by_n_over_n_plus_k() -> None:
@@ -40,13 +43,13 @@ def test_top_group_is_its_own_empirical_distribution() -> None:
     values = np.linspace(-1.0, 1.0, 201)
     model = build_error_model(residuals=[_res(("f",), float(v), i=i) for i, v in enumerate(values)])
     group = model.groups["f"]
-    assert (group.n, group.gpus) == (201, 1)
+    assert (group.n, group.gpus, group.setups) == (201, 1, 1)
     for p, q in zip(QUANTILE_GRID, group.quantiles, strict=True):
         assert q == pytest.approx(_uniform_quantile(p), abs=1e-12)
 
 
-def test_each_gpu_weighs_one_unit_whatever_its_rows() -> None:
-    # GPU A: 99 rows at 0; GPU B: 1 row at 1. Unweighted, 99 % of the mass is at 0; by GPU, half.
+def test_each_setup_weighs_one_unit_whatever_its_rows() -> None:
+    # setup A: 99 rows at 0; setup B: 1 row at 1. Unweighted, 99 % of the mass is at 0; by setup, half.
     rows = [_res(("f",), 0.0, gpu="A", i=i) for i in range(99)] + [_res(("f",), 1.0, gpu="B", i=99)]
     model = build_error_model(residuals=rows)
     quantiles = model.groups["f"].quantiles
@@ -57,6 +60,33 @@ def test_each_gpu_weighs_one_unit_whatever_its_rows() -> None:
     assert quantile_at(grid=model.grid, quantiles=quantiles, p=0.6) == pytest.approx(
         (0.6 - last_a) / (0.75 - last_a)
     )
+
+
+def test_two_setups_of_one_gpu_weigh_two_units() -> None:
+    # GPU A measured by two documents (99 rows at 0, 1 row at 1), GPU B by one (1 row at 0):
+    # three setups, a third of the mass at 1, though A's rows are 99 of 101 and GPUs are two
+    rows = [_res(("f",), 0.0, gpu="A", i=i, setup="A doc1") for i in range(99)]
+    rows += [_res(("f",), 1.0, gpu="A", i=99, setup="A doc2"), _res(("f",), 0.0, gpu="B", i=100)]
+    group = build_error_model(residuals=rows).groups["f"]
+    assert (group.n, group.gpus, group.setups) == (101, 2, 3)
+
+    # B's row sits at the middle of the second third (1/2), the row at 1 of the last (5/6), linear between
+    def q(p: float) -> float:
+        return quantile_at(grid=QUANTILE_GRID, quantiles=group.quantiles, p=p)
+
+    assert q(0.4) == 0.0
+    assert q(0.95) == pytest.approx(1.0)
+    assert q(0.75) == pytest.approx((0.75 - 0.5) / (5 / 6 - 0.5))
+
+
+def test_child_shrinks_by_its_setups_not_its_gpus() -> None:
+    # parent: 30 setups at 0; child: one GPU measured by 10 documents at 1, k = 10: w = 10/20
+    parent_only = [_res(("f", "a"), 0.0, gpu=f"G{i}", i=i) for i in range(30)]
+    child = [_res(("f", "b"), 1.0, gpu="H", i=100 + i, setup=f"H doc{i}") for i in range(10)]
+    model = build_error_model(residuals=parent_only + child, k=10.0)
+    assert (model.groups["f/b"].gpus, model.groups["f/b"].setups) == (1, 10)
+    median_b = quantile_at(grid=model.grid, quantiles=model.groups["f/b"].quantiles, p=0.5)
+    assert median_b == pytest.approx(0.5)
 
 
 def test_child_is_pulled_towards_parent_by_the_named_weight() -> None:

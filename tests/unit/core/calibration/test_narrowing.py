@@ -12,7 +12,7 @@ def _rows(family: str, evidence: str, spread: float) -> list[Residual]:
     """Ten GPUs, one residual each, evenly spread over ±``spread`` in log space."""
     return [
         Residual(
-            source="t.csv", id=f"{family}{evidence}{i}", gpu=f"{evidence}{i}",
+            source="t.csv", id=f"{family}{evidence}{i}", gpu=f"{evidence}{i}", setup=f"{evidence}{i}",
             path=(family, "light load", evidence), log_ratio=spread * (i / 4.5 - 1.0),
         )
         for i in range(10)

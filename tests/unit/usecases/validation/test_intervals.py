@@ -88,7 +88,7 @@ def test_interval_and_coverage_of_rows() -> None:
     # one group, residuals log(measured/predicted) of -0.1 and +0.1 on two GPUs
     model = build_error_model(
         residuals=[
-            Residual(source="t", id=f"R{i}", gpu=f"G{i}", path=("throughput",), log_ratio=v)
+            Residual(source="t", id=f"R{i}", gpu=f"G{i}", setup=f"G{i}", path=("throughput",), log_ratio=v)
             for i, v in enumerate((-0.1, 0.1))
         ]
     )
