@@ -8,7 +8,8 @@
   for those that decoded in it (prefill-only steps in between included), the time since the
   sequence's own last token for those that rejoined since (after a prefill, KV hand-off, swap-in or
   recompute). Each request's gaps sum to its last − first token time, so the ITL mean equals the
-  token-weighted TPOT Σ(E2E − TTFT) / Σ(output − 1).
+  token-weighted TPOT Σ(E2E − TTFT) / Σ(output − 1). With ``held_token_share`` > 0 the gaps are
+  those a client counts when that share of tokens stream with no text (``streamed_chunks.py``).
 * mean in system = ∫ requests in system dt over the arrival window / its length; with the arrival
   rate over the same window, Little's law L = λ·W holds in steady state.
 """
@@ -19,7 +20,9 @@ import numpy as np
 from pydantic import Field
 
 from gpuplan.core.frozen import FrozenModel
+from gpuplan.core.sim.records import Timeline
 from gpuplan.core.sim.simulator import SimResult
+from gpuplan.core.sim.streamed_chunks import chunk_gaps
 from gpuplan.core.sim.workload import FloatArray
 from gpuplan.core.sla import Sla
 from gpuplan.core.units import MS_PER_S
@@ -114,8 +117,11 @@ def _slo_met(lat: dict[str, FloatArray], slo: Sla) -> np.ndarray:
     return ok
 
 
-def summarise(result: SimResult, *, slo: Sla | None = None, warmup_fraction: float = 0.0) -> SimSummary:
-    """Metrics over the requests that arrived after the first ``warmup_fraction`` of them."""
+def summarise(
+    result: SimResult, *, slo: Sla | None = None, warmup_fraction: float = 0.0, held_token_share: float = 0.0
+) -> SimSummary:
+    """Metrics over the requests that arrived after the first ``warmup_fraction`` of them; ITL as a client
+    counts it when ``held_token_share`` of the tokens stream with no text (``streamed_chunks.py``)."""
     mask = _measured_mask(result, warmup_fraction)
     lat = {k: v[mask] for k, v in per_request_s(result).items()}
     done = np.isfinite(lat["e2e"])
@@ -125,7 +131,7 @@ def summarise(result: SimResult, *, slo: Sla | None = None, warmup_fraction: flo
     window = max(end - start, 1e-12)
     outputs = result.output_tokens[mask][done]
     inputs = result.input_tokens[mask][done]
-    dt, batch, kv, itl, weights = _step_arrays(result, start)
+    dt, batch, kv, itl, weights = _step_arrays(result, start, held_token_share)
     goodput = attainment = None
     if slo is not None and slo.has_percentiles:  # goodput: each request within the P99 limits
         met = _slo_met(lat, slo)
@@ -165,17 +171,28 @@ def _joined(result: SimResult, name: str) -> FloatArray:
 
 
 def _step_arrays(
-    result: SimResult, start: float
+    result: SimResult, start: float, held_share: float = 0.0
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """Of the steps ending after ``start``: seconds, decoding sequences, KV fraction; and the
-    inter-token gaps after ``start`` with how many tokens waited each (module docstring)."""
+    inter-token gaps after ``start`` with how many tokens waited each (module docstring), cut into the
+    chunks a client counts when ``held_share`` of the tokens stream with no text."""
     keep = _joined(result, "t_s") > start
     rejoined = _joined(result, "rejoin_t_s") > start
-    gaps = np.concatenate([_joined(result, "gap_s")[keep], _joined(result, "rejoin_gap_s")[rejoined]])
-    weights = np.concatenate([_joined(result, "gap_n")[keep], np.ones(int(rejoined.sum()))])
+    chunks = [_timeline_chunks(t, start, held_share) for t in result.timelines]
+    gaps = np.concatenate([*(c[0] for c in chunks), _joined(result, "rejoin_gap_s")[rejoined]])
+    rejoin_n = np.full(int(rejoined.sum()), 1.0 - held_share)
+    weights = np.concatenate([*(c[1] for c in chunks), rejoin_n])
     steps = (
         _joined(result, "dt_s")[keep],
         _joined(result, "decode")[keep],
         _joined(result, "kv_fraction")[keep],
     )
     return (*steps, gaps, weights)
+
+
+def _timeline_chunks(timeline: Timeline, start: float, held_share: float) -> tuple[FloatArray, FloatArray]:
+    """One replica's step gaps after ``start`` and their weights, as a client counts them."""
+    keep = np.asarray(timeline.t_s, dtype=np.float64) > start
+    gap_s = np.asarray(timeline.gap_s, dtype=np.float64)[keep]
+    gap_n = np.asarray(timeline.gap_n, dtype=np.float64)[keep]
+    return chunk_gaps(gap_s, gap_n, held_share)

@@ -7,7 +7,8 @@ warm-up is dropped, and throughput is completed requests over the run's duration
 last token). So the prediction simulates exactly those N prompts and reads the same statistics:
 
 * TTFT/TPOT/E2E percentiles over requests; TPOT per request = (E2E − TTFT) / (output − 1);
-* ITL over every inter-token gap pooled across requests (``core/sim/metrics.py``);
+* ITL over every inter-token gap pooled across requests (``core/sim/metrics.py``), cut into the chunks
+  the client counted where the engine streamed some tokens with no text (``held_token_share``);
 * ``requests_per_s`` / ``output_tokens_per_s`` of the whole server over the run.
 
 A point past saturation of a finite run then comes out as the run measured it (the queue grows for
@@ -23,6 +24,7 @@ import re
 from gpuplan.core.calibration.serving import Calibration
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
+from gpuplan.core.perf.engine_releases import line_name
 from gpuplan.core.sim.config import SimConfig
 from gpuplan.core.sim.metrics import SimSummary, summarise
 from gpuplan.core.sim.simulator import simulate
@@ -37,6 +39,7 @@ from gpuplan.usecases.validation.predict_server import (
 )
 from gpuplan.usecases.validation.run_conditions import (
     cached_prompt_share,
+    held_token_share,
     launch_limits,
     replayed_after_first_level,
     sample_fits_pool,
@@ -105,7 +108,10 @@ def _simulate_run(case: Case, model: ModelSpec, gpu: GpuSpec, cal: Calibration) 
         num_requests=max(prompts, 1),
         seed=SEED,
     )
-    summary = summarise(simulate(row.replica, generate(spec), sweep_config(case, row, prompts)))
+    layout = row.replica.step.layout
+    held = held_token_share(case, line_name(layout.engine.name, layout.engine_version))
+    result = simulate(row.replica, generate(spec), sweep_config(case, row, prompts))
+    summary = summarise(result, held_token_share=held)
     return summary, row.replicas, row.output_mean, summary.requests_per_s / max(row.offline_rps, 1e-12)
 
 

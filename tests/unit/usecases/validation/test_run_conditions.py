@@ -7,7 +7,9 @@ from validation_row_factory import llama8b_row
 
 from gpuplan.core.sim.workload import LengthDist
 from gpuplan.usecases.validation.run_conditions import (
+    HELD_TOKEN_SHARES,
     cached_prompt_share,
+    held_token_share,
     launch_limits,
     replayed_after_first_level,
     sample_fits_pool,
@@ -83,3 +85,21 @@ def test_the_sample_is_cached_only_if_the_pool_holds_it() -> None:
     prompts = LengthDist(kind="fixed", value=200)
     assert sample_fits_pool(prompts, 300, kv_tokens=60_000)
     assert not sample_fits_pool(prompts, 300, kv_tokens=59_999)
+
+
+_CHUNK_CLIENT = "ITL = gaps between streamed chunks pooled over all requests; one gap per chunk"
+
+
+def test_held_tokens_join_gaps_only_for_a_holding_line_and_a_per_chunk_client() -> None:
+    per_chunk = llama8b_row("itl_ms_p99", notes=f"{_TRT} | {_CHUNK_CLIENT}")
+    assert held_token_share(per_chunk, "trtllm-0.x") == HELD_TOKEN_SHARES["trtllm-0.x"]
+    assert held_token_share(per_chunk, "vllm-v0") == 0.0  # holds only split characters
+    assert held_token_share(per_chunk, None) == 0.0  # no version named: no line
+    per_token = llama8b_row("itl_ms_p99", notes=f"{_TRT} | client splits a k-token chunk into k gaps")
+    assert held_token_share(per_token, "trtllm-0.x") == 0.0
+
+
+def test_trtllm_0x_share_is_the_raw_sweeps_chunk_deficit() -> None:
+    """799 gaps of a fixed 800-token answer arrived as 799 / 1.058 chunks (mean ITL / mean TPOT of the
+    raw file, 1.056-1.060): 1 - 1 / 1.058 = 5.5 % of tokens held."""
+    assert HELD_TOKEN_SHARES["trtllm-0.x"] == pytest.approx(1.0 - 1.0 / 1.058, abs=0.002)
