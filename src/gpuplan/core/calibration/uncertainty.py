@@ -45,6 +45,9 @@ class IntervalSource(FrozenModel):
     when the narrower group has no residuals)."""
     rows: int
     gpus: int
+    setups: int | None = None
+    """Measurement setups (GPU × source document) of those rows: the ``n`` of the group's shrinkage
+    weight (``core/calibration/error_model.py``); None in answers written before 2026-12-06."""
 
 
 def source(*, model: ErrorModel, path: Sequence[str]) -> IntervalSource | None:
@@ -53,7 +56,7 @@ def source(*, model: ErrorModel, path: Sequence[str]) -> IntervalSource | None:
     if found is None:
         return None
     key, group = found
-    return IntervalSource(group=key, rows=group.n, gpus=group.gpus)
+    return IntervalSource(group=key, rows=group.n, gpus=group.gpus, setups=group.setups)
 
 
 def log_quantile(*, model: ErrorModel, path: Sequence[str], p: float) -> float | None:

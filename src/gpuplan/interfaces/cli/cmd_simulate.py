@@ -32,7 +32,16 @@ from gpuplan.interfaces.cli.app import (
     guarded,
     uncertainty_from,
 )
-from gpuplan.interfaces.cli.render import console, emit_json, lines, note, progress_bar, ranged, table
+from gpuplan.interfaces.cli.render import (
+    console,
+    emit_json,
+    group_read,
+    lines,
+    note,
+    progress_bar,
+    ranged,
+    table,
+)
 from gpuplan.interfaces.plots import serving as plots
 from gpuplan.usecases.calibration.profile import load_calibration
 from gpuplan.usecases.resolve import DeploymentFeatures, with_features
@@ -143,9 +152,7 @@ def _interval_lines(summary: SimSummary, b: Bounds) -> list[str]:
     ]
     for name, where in b.sources.items():
         shown = ranged(figure_value(summary, name), b.low.get(name), b.high.get(name))
-        out.append(
-            f"{SIM_LABELS.get(name, name)} {shown}: {where.group} ({where.rows} rows, {where.gpus} GPU(s))"
-        )
+        out.append(f"{SIM_LABELS.get(name, name)} {shown}: {group_read(where)}")
     return out
 
 

@@ -30,7 +30,7 @@ from gpuplan.interfaces.cli.app import (
     guarded,
     uncertainty_from,
 )
-from gpuplan.interfaces.cli.render import emit_json, lines, ranged, table
+from gpuplan.interfaces.cli.render import emit_json, group_read, lines, ranged, table
 from gpuplan.interfaces.cli.views import quote_lines
 from gpuplan.usecases.calibration.profile import load_training_calibration
 from gpuplan.usecases.pricing import price_basis as price_basis_of
@@ -366,4 +366,4 @@ def _interval_lines(b: Bounds) -> list[str]:
         f"(low-high) next to a figure: its {b.level:.0%} interval from the error model of held-out training "
         "residuals (docs/validate.md, Intervals); the best plan's read:"
     )
-    return [head, *(f"{k}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for k, s in b.sources.items())]
+    return [head, *(f"{k}: {group_read(s)}" for k, s in b.sources.items())]

@@ -15,6 +15,7 @@ from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
+from gpuplan.core.calibration.uncertainty import IntervalSource
 from gpuplan.core.redact import redact
 from gpuplan.interfaces.jsonout import finite
 
@@ -99,6 +100,13 @@ def _cell(v: object) -> str:
             return "-"
         return f"{v:,.0f}" if abs(v) >= 100 else (f"{v:.2f}" if abs(v) >= 1 else f"{v:.3f}")
     return str(v)
+
+
+def group_read(s: IntervalSource) -> str:
+    """The error-model group an interval read, with its size: ``ttft/… (12 rows, 2 GPU(s), 3 setup(s))``
+    (no setups in answers written before they were recorded)."""
+    setups = "" if s.setups is None else f", {s.setups} setup(s)"
+    return f"{s.group} ({s.rows} rows, {s.gpus} GPU(s){setups})"
 
 
 def ranged(value: float | None, low: float | None, high: float | None) -> str:

@@ -15,7 +15,7 @@ from gpuplan.core.recommend.narrowing import narrowing_lines
 from gpuplan.core.recommend.request import Plan, Recommendation
 from gpuplan.core.units import GB, GIB, MS_PER_S, TB
 from gpuplan.interfaces.cli.app import Format
-from gpuplan.interfaces.cli.render import console, emit_json, json_or_table, lines, ranged, table
+from gpuplan.interfaces.cli.render import console, emit_json, group_read, json_or_table, lines, ranged, table
 from gpuplan.usecases.fit import FitResult
 from gpuplan.usecases.predict import PredictResult
 from gpuplan.usecases.validation.intervals import IntervalReport
@@ -178,7 +178,7 @@ def _bounds_sources(b: Bounds) -> list[str]:
     head = (
         f"(low-high) next to a figure: its {b.level:.0%} interval from the error model of held-out residuals"
     )
-    return [head] + [f"{name}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for name, s in b.sources.items()]
+    return [head] + [f"{name}: {group_read(s)}" for name, s in b.sources.items()]
 
 
 @json_or_table
@@ -290,7 +290,7 @@ def _interval_sources(p: Plan) -> list[str]:
         "residuals (docs/validate.md, Intervals); the best plan's read:"
     )
     out = [head]
-    out += [f"{name}: {s.group} ({s.rows} rows, {s.gpus} GPU(s))" for name, s in p.interval.sources.items()]
+    out += [f"{name}: {group_read(s)}" for name, s in p.interval.sources.items()]
     if p.low is not None and p.high is not None:
         out.append(
             f"output tokens/s {ranged(p.output_tokens_per_s, p.low.output_tokens_per_s, p.high.output_tokens_per_s)}"
@@ -298,7 +298,7 @@ def _interval_sources(p: Plan) -> list[str]:
     if p.interval.capacity is not None:
         c = p.interval.capacity
         out.append(
-            f"P99s also carry the capacity interval of {c.group} ({c.rows} rows, {c.gpus} GPU(s)) through the "
+            f"P99s also carry the capacity interval of {group_read(c)} through the "
             "tail model: wider near the replica's capacity (an open high end: past it)"
         )
     return out

@@ -17,6 +17,7 @@ from gpuplan.core.calibration.error_model import (
     quantile_at,
     shrink,
 )
+from gpuplan.core.calibration.uncertainty import source
 
 
 def _res(
@@ -148,3 +149,10 @@ def test_held_out_coverage_does_not_score_a_gpu_on_its_own_residuals() -> None:
     odd = [_res(("f",), 2.0, gpu="A", i=100 + i) for i in range(40)]
     cov = held_out_coverage(residuals=others + odd, level=0.8, family="f")
     assert cov.coverage == pytest.approx(0.5)  # the 40 zeros inside, the 40 twos outside
+
+
+def test_interval_source_names_the_groups_setups() -> None:
+    rows = [_res(("f",), 0.0, gpu="A", i=i, setup=f"A doc{i % 2}") for i in range(6)]
+    found = source(model=build_error_model(residuals=rows), path=("f", "unseen"))
+    assert found is not None
+    assert (found.group, found.rows, found.gpus, found.setups) == ("f", 6, 1, 2)
