@@ -99,14 +99,17 @@ class ReplicaModel:
         return ttft + first_token_delay_s(self.step, others, tpot), tpot, tokens_per_s, running
 
 
-def first_token_delay_s(step: StepModel, others: float, step_s: float) -> float:
+def first_token_delay_s(step: StepModel, others: float, tpot_s: float) -> float:
     """What the scenario models leave out of TTFT: the host time outside the steps, and where the release
     plans each step during the previous one: one step more when the engine is busy as the request
     arrives (with probability 1 − e^(−N) for N other requests in the system, as
     ``scenarios.step_boundary_wait_s``), else the step's planning, which nothing hides on an idle engine
-    (a lone request, a static batch and an offline queue find it idle or are timed from the run's start)."""
+    (a lone request, a static batch and an offline queue find it idle or are timed from the run's start).
+    A step is ``tpot_s`` times the tokens a step emits (τ under speculative decoding: TPOT = step / τ)."""
     if not step.schedules_ahead:
         return step.first_token_host_s
+    spec = step.layout.speculative
+    step_s = tpot_s * (1.0 if spec is None else spec.tokens_per_step)
     busy = 1.0 - math.exp(-others)
     return step.first_token_host_s + busy * step_s + (1.0 - busy) * min(step.overhead_s, step_s)
 

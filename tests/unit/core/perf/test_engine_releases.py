@@ -10,7 +10,7 @@ from gpuplan.core.calibration.serving import ReleaseFactors
 from gpuplan.core.hardware import GpuSpec
 from gpuplan.core.model.spec import ModelSpec
 from gpuplan.core.perf.engine_releases import NEWEST, is_mla_moe, release_line, version_of
-from gpuplan.core.perf.inference import SCENARIO_RUNS, ReplicaModel
+from gpuplan.core.perf.inference import SCENARIO_RUNS, ReplicaModel, first_token_delay_s
 from gpuplan.core.perf.layout import Layout
 from gpuplan.core.perf.roofline import StepModel
 from gpuplan.core.perf.speculative import Speculative
@@ -131,3 +131,18 @@ def test_the_first_token_waits_the_host_time_and_one_planned_step(llama8b: Model
     (ttft_sync, *_), (ttft_ahead, tpot_ahead, _, running) = sync.run(busy), ahead.run(busy)
     assert running > 10
     assert 0.5 * tpot_ahead < ttft_ahead - ttft_sync < 1.5 * tpot_ahead
+
+
+def test_under_speculation_the_planned_step_is_tau_tokens_long(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    # EAGLE keeps async scheduling on; its TPOT is a step over τ, and a busy engine's arrival waits a
+    # whole step: τ times TPOT, not TPOT
+    spec = Speculative(method="eagle", draft_tokens=3, acceptance_rate=0.8)
+    step = StepModel.build(
+        llama8b, h100, Layout(engine_version="0.14.1", speculative=spec), default_calibration()
+    )
+    assert step.schedules_ahead
+    tpot_s = 0.010
+    assert first_token_delay_s(step, 50.0, tpot_s) == pytest.approx(
+        step.first_token_host_s + spec.tokens_per_step * tpot_s, rel=1e-9
+    )
+    assert spec.tokens_per_step == pytest.approx(2.952)  # (1 − 0.8⁴) / (1 − 0.8)
