@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gpuplan.core.frozen import FrozenModel
 
@@ -74,9 +75,16 @@ class Residual(FrozenModel):
     """The GPU the row measured: the unit the error model is held out by (``held_out_coverage``)."""
     setup: str
     """The measurement setup (its GPU and its source document): the unit of evidence, whose rows
-    share one unit of weight."""
+    share one unit of weight. Files written before 2026-12-06 have none: each GPU is one setup."""
     path: tuple[str, ...] = Field(min_length=1)
     log_ratio: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _setup_defaults_to_gpu(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "setup" not in data and "gpu" in data:
+            return {**data, "setup": data["gpu"]}
+        return data
 
 
 class ErrorGroup(FrozenModel):

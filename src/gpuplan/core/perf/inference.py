@@ -108,8 +108,7 @@ def first_token_delay_s(step: StepModel, others: float, tpot_s: float) -> float:
     A step is ``tpot_s`` times the tokens a step emits (τ under speculative decoding: TPOT = step / τ)."""
     if not step.schedules_ahead:
         return step.first_token_host_s
-    spec = step.layout.speculative
-    step_s = tpot_s * (1.0 if spec is None else spec.tokens_per_step)
+    step_s = step.step_of_tpot_s(tpot_s)
     busy = 1.0 - math.exp(-others)
     return step.first_token_host_s + busy * step_s + (1.0 - busy) * min(step.overhead_s, step_s)
 

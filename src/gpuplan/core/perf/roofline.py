@@ -243,6 +243,11 @@ class StepModel:
             spec, verify_s=verify_s, proposer_pass_s=self._proposer_s(batch, context)
         )
 
+    def step_of_tpot_s(self, tpot_s: float) -> float:
+        """One engine step from a time per emitted token: τ × TPOT under speculative decoding."""
+        spec = self.layout.speculative
+        return tpot_s * (1.0 if spec is None else spec.tokens_per_step)
+
     def _decode_pass_s(self, batch: float, context: float, queries: int) -> float:
         """One pass over ``queries`` new tokens of each of ``batch`` sequences, with the host's step time."""
         return self._with_host_s(self._decode_gpu_s(batch, context, queries))

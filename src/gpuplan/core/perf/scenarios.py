@@ -158,7 +158,7 @@ def run_rate(step: StepModel, mem: InferenceMemory, w: Workload) -> tuple[float,
         if busy >= 1.0:
             return OVERLOADED, OVERLOADED, 0.0, cap
         tpot = step.decode_s(batch=max(running, 1.0), context=mean_context(w)) / (1.0 - busy)
-        ttft = alone / (1.0 - busy) + step_boundary_wait_s(running, tpot)
+        ttft = alone / (1.0 - busy) + step_boundary_wait_s(running, step.step_of_tpot_s(tpot))
         new_running = rate * (ttft + max(w.output_tokens - 1, 0) * tpot)
         if new_running > cap:
             return OVERLOADED, OVERLOADED, 0.0, cap
@@ -166,5 +166,7 @@ def run_rate(step: StepModel, mem: InferenceMemory, w: Workload) -> tuple[float,
         running = new_running
         if converged:
             break
-    ttft = own_prefill_s(step, w, running, alone) / (1.0 - busy) + step_boundary_wait_s(running, tpot)
+    ttft = own_prefill_s(step, w, running, alone) / (1.0 - busy) + step_boundary_wait_s(
+        running, step.step_of_tpot_s(tpot)
+    )
     return ttft, tpot, rate * w.output_tokens, running

@@ -298,7 +298,7 @@ def _estimate(lane: _Lane, rate_rps: float, start: float = 0.0, above: float | N
     others = dec.others
     queue, own_s = lane.queue(rate_rps, others, *lane.prompt_steps_s(others))
     busy = 1.0 - math.exp(-(others + rate_rps * own_s))
-    residual_s = busy * dec.tpot_s / 2.0
+    residual_s = busy * lane.replica.step.step_of_tpot_s(dec.tpot_s) / 2.0  # half the step in progress
     queue_s = packed_wait_p99_s(queue)
     if not math.isfinite(queue_s):
         return _unstable(rate_rps, "prefill queue")

@@ -156,3 +156,10 @@ def test_interval_source_names_the_groups_setups() -> None:
     found = source(model=build_error_model(residuals=rows), path=("f", "unseen"))
     assert found is not None
     assert (found.group, found.rows, found.gpus, found.setups) == ("f", 6, 1, 2)
+
+
+def test_a_residual_written_before_setups_is_its_gpus_setup() -> None:
+    old = Residual.model_validate(
+        {"source": "t.csv", "id": "R1", "gpu": "A", "path": ["f"], "log_ratio": 0.1}
+    )
+    assert old.setup == "A"

@@ -146,3 +146,11 @@ def test_under_speculation_the_planned_step_is_tau_tokens_long(llama8b: ModelSpe
         step.first_token_host_s + spec.tokens_per_step * tpot_s, rel=1e-9
     )
     assert spec.tokens_per_step == pytest.approx(2.952)  # (1 − 0.8⁴) / (1 − 0.8)
+
+
+def test_a_step_is_tau_tokens_under_speculation_and_one_without(llama8b: ModelSpec, h100: GpuSpec) -> None:
+    spec = Speculative(method="eagle", draft_tokens=3, acceptance_rate=0.8)
+    plain = StepModel.build(llama8b, h100, Layout(), default_calibration())
+    speculating = StepModel.build(llama8b, h100, Layout(speculative=spec), default_calibration())
+    assert plain.step_of_tpot_s(0.01) == 0.01
+    assert speculating.step_of_tpot_s(0.01) == pytest.approx(0.01 * 2.952)

@@ -49,6 +49,15 @@ def test_a_pair_joins_consecutive_step_gaps() -> None:
     assert weights[0] == pytest.approx(0.25 + 0.25)  # the first step has no earlier gap to join
 
 
+def test_a_pair_skips_steps_that_recorded_no_gap() -> None:
+    # the middle step decoded nothing (a whole-prompt prefill): the last step's held tokens join the
+    # first step's gap, 0.05 + 0.30, not the empty step's 0
+    values, weights = chunk_gaps(np.array([0.05, 0.0, 0.30]), np.array([8.0, 0.0, 8.0]), 0.5)
+    pairs = values[3:][weights[3:] > 0]
+    assert pairs.tolist() == pytest.approx([0.35])
+    assert weights.sum() == pytest.approx(16 * 0.5)
+
+
 @pytest.mark.parametrize("share", [-0.1, 1.0])
 def test_a_share_outside_0_1_is_refused(share: float) -> None:
     with pytest.raises(ValueError, match="held_share"):
