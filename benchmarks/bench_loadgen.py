@@ -232,12 +232,8 @@ def ceiling_mode(args: argparse.Namespace) -> None:
     args.client_pin = ["taskset", "-c", "0"] if pin else []
     proc, url = start_mock(0.0, 0.0, cpu=1 if pin else None)
     rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name in TOOLS}
-    print(
-        row(["repeat", "client", "prompts", "req/s (its own)", "completed", "wall s", "client CPU s"])[:-2],
-        end="",
-    )
-    print(" | mock CPU ms/req | load avg |")
-    print("|---" * 9 + "|")
+    print(row(list(COLUMNS)))
+    print("|---" * len(COLUMNS) + "|")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             args.tokenizer = write_tokenizer(Path(tmp))

@@ -192,12 +192,6 @@ def with_inter_node_gbps(cal: TrainingCalibration | None, gbps: float | None) ->
     return base.model_copy(update={"ib_bytes_per_s_per_gpu": gbps * GBPS_TO_BYTES_PER_S})
 
 
-def planning_calibration(req: TrainPlanRequest, cal: TrainingCalibration | None) -> TrainingCalibration:
-    """The training factors a plan uses: ``cal`` (a profile) or the bundled ones, with the request's
-    inter-node bandwidth laid over the calibration's."""
-    return with_inter_node_gbps(cal, req.inter_node_gbps)
-
-
 def training_factors(cal: TrainingCalibration, catalog: Catalog) -> TrainingFactors:
     """What ``cal`` changes against the bundled factors, in words a plan can print."""
     bundled = default_training_calibration()
@@ -283,7 +277,7 @@ def plan_training(
     basis = basis or price_basis(catalog)
     model = model_for_seq_len(get_model(req.model), req.seq_len)
     job = training_job(req, model)
-    factors = planning_calibration(req, cal)
+    factors = with_inter_node_gbps(cal, req.inter_node_gbps)  # the factors the plans use
     gpu_ids = list(req.gpus) or catalog.gpu_ids()
     plans: list[TrainPlan] = []
     rejected: list[tuple[str, str]] = []

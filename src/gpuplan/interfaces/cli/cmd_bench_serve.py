@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gpuplan.adapters.bench.load.config import METRICS_INTERVAL_S
 from gpuplan.core.errors import UserInputError
 from gpuplan.interfaces.cli import render
 from gpuplan.interfaces.cli.app import fmt, guarded
@@ -121,7 +122,7 @@ def bench_serve(
     timeout: Annotated[float, typer.Option(help="per-request timeout, s")] = 60.0,
     workers: Annotated[int, typer.Option(help="client processes sharing the schedule")] = 1,
     scrape_metrics: ScrapeOpt = False, metrics_url: MetricsUrlOpt = None, seed: Annotated[int, typer.Option()] = 0,
-    metrics_interval_s: MetricsIntervalOpt = 1.0,
+    metrics_interval_s: MetricsIntervalOpt = METRICS_INTERVAL_S,
     resume: Annotated[str | None, typer.Option(help="RUN_ID of an interrupted run to complete")] = None,
     prefix_len: PrefixLenOpt = None, num_prefixes: NumPrefixesOpt = None, goodput: GoodputOpt = None,
     percentile_metrics: PctMetricsOpt = None, metric_percentiles: MetricPctOpt = None,

@@ -62,7 +62,7 @@ def profile_sweep(config: LoadConfig | None, store: str | None, hooks: Hooks, sh
 
 
 def profile_rows(result: SweepResult) -> tuple[list[str], list[list[object]]]:
-    """The sweep table: the level and its load before the columns of :func:`_sweep_rows`."""
+    """The sweep table: the level and its load before the columns of :func:`sweep_rows`."""
     headers, rows = sweep_rows([level.summary for level in result.levels])
     for row, level in zip(rows, result.levels, strict=True):
         s = level.summary

@@ -21,7 +21,7 @@ import yaml
 from gpuplan.adapters.catalog.loader import Catalog, default_catalog
 from gpuplan.adapters.models.registry import get_model
 from gpuplan.core.calibration.solver import Param, exercised_factors, log_ratio, solve_log_space, with_factors
-from gpuplan.core.calibration.training import TrainingCalibration
+from gpuplan.core.calibration.training import QLORA_KEY, TrainingCalibration
 from gpuplan.core.errors import GpuplanError
 from gpuplan.core.training.step import machine_balance
 from gpuplan.data.bundled_calibration import default_training_calibration
@@ -129,7 +129,7 @@ def _balances(cases: Sequence[Case], catalog: Catalog, params: Sequence[Param]) 
                 gpu = catalog.get_gpu(case.get("gpu"))
                 dtype = key.split(":")[1]
                 logs.setdefault(key, []).append(
-                    math.log(machine_balance(gpu, "bf16" if dtype == "int4" else dtype))
+                    math.log(machine_balance(gpu, "bf16" if dtype == QLORA_KEY else dtype))
                 )
     return {key: math.exp(sum(v) / len(v)) for key, v in sorted(logs.items())}
 

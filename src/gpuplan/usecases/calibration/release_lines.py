@@ -38,6 +38,7 @@ from gpuplan.usecases.validation.cases import Case
 from gpuplan.usecases.validation.layouts import row_engine, row_engine_version
 from gpuplan.usecases.validation.predict import predict_case
 from gpuplan.usecases.validation.predict_sweep import finite_prompts
+from gpuplan.usecases.validation.regimes import past_saturation_noted
 
 FIT_METRICS = ("ttft_ms_p50", "tpot_ms_p50")
 RELEASE_LINE_GRADES = ("A", "B", "C")
@@ -70,9 +71,7 @@ def line_rows(cases: Sequence[Case]) -> dict[str, list[Case]]:
     sweeps: dict[tuple[object, ...], list[Case]] = defaultdict(list)
     for case in cases:
         stated = row_engine_version(case) is not None  # an unstated version runs at the engine's factors
-        saturated = "above saturation" in case.get(
-            "notes"
-        )  # its latencies are the run's length, not the line's
+        saturated = past_saturation_noted(case)  # its latencies are the run's length, not the line's
         if stated and not saturated and finite_prompts(case) is not None and case.metric in FIT_METRICS:
             sweeps[_sweep_key(case)].append(case)
     by_line: dict[str, list[Case]] = defaultdict(list)

@@ -76,23 +76,23 @@ def weight_dtype(raw: str) -> ComputeDtype:
     return raw if raw in ("fp8", "fp4", "fp16") else "bf16"  # type: ignore[return-value]
 
 
+def nvidia_mlperf(case: Case) -> bool:
+    """An MLPerf Training submission on NVIDIA's implementation (:data:`NVIDIA_MLPERF_STACKS`)."""
+    notes = case.get("notes")
+    return MLPERF_CLOSED in notes and any(name in notes.lower() for name in NVIDIA_MLPERF_STACKS)
+
+
 def fused_kernels(case: Case) -> bool:
     """Megatron-Core stacks (NeMo, Megatron-LM/-Bridge, NVIDIA's MLPerf implementations) run Transformer
     Engine's fused kernels; the others run eager PyTorch blocks (``core.training.step.FUSED_LAUNCH_SHARE``)."""
-    notes = case.get("notes").lower()
-    return case.get("framework") in MEGATRON_FRAMEWORKS or (
-        MLPERF_CLOSED in case.get("notes") and any(name in notes for name in NVIDIA_MLPERF_STACKS)
-    )
+    return case.get("framework") in MEGATRON_FRAMEWORKS or nvidia_mlperf(case)
 
 
 def training_dtype(case: Case) -> str:
     """A training row's compute precision: as stated, else :data:`MLPERF_NVIDIA_DTYPE` for an MLPerf
     submission on NVIDIA's implementation, else blank (bf16 mixed precision)."""
     raw = case.get("dtype")
-    notes = case.get("notes")
-    if not raw and MLPERF_CLOSED in notes and any(name in notes.lower() for name in NVIDIA_MLPERF_STACKS):
-        return MLPERF_NVIDIA_DTYPE
-    return raw
+    return MLPERF_NVIDIA_DTYPE if not raw and nvidia_mlperf(case) else raw
 
 
 def checkpointing_default(case: Case) -> Checkpointing:

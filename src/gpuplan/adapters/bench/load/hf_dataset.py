@@ -202,7 +202,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _chat(turns: object, key: str, text_key: str) -> tuple[str, str]:
+def chat_turns(turns: object, key: str, text_key: str) -> tuple[str, str]:
     """(first turn, second turn) of a ShareGPT (``from``/``value``) or chat (``role``/``content``) list;
     a chat's prompt is its first user message and the answer the message after it."""
     items = [t for t in turns if isinstance(t, Mapping)] if isinstance(turns, list) else []
@@ -213,9 +213,9 @@ def _chat(turns: object, key: str, text_key: str) -> tuple[str, str]:
 
 def _prompt_and_answer(row: Mapping[str, Any]) -> tuple[str, str]:
     if "conversations" in row:
-        return _chat(row["conversations"], "from", "value")
+        return chat_turns(row["conversations"], "from", "value")
     if "messages" in row:
-        return _chat(row["messages"], "role", "content")
+        return chat_turns(row["messages"], "role", "content")
     if "turns" in row:
         turns = row["turns"]
         return (_text(turns[0]) if isinstance(turns, list) and turns else ""), ""
@@ -237,9 +237,8 @@ def load_hf(
     prompts: list[tuple[str, int]] = []
     for row in _rows(path, split, subset):
         prompt, answer = _prompt_and_answer(row) if isinstance(row, Mapping) else ("", "")
-        if prompt.strip():
-            answered = estimate_tokens(answer)
-            prompts.append((prompt, output_len or answered or default_output))
+        if prompt.strip():  # the answer is counted only when --hf-output-len does not override it
+            prompts.append((prompt, output_len or estimate_tokens(answer) or default_output))
     if not prompts:
         raise FileFormatError(
             f"{path}: no row with a prompt",

@@ -11,10 +11,10 @@ https://prometheus.github.io/client_python/), not by hand. Kept: samples whose n
 A run stores ``{before, after, delta, timeline}``: ``delta`` is after − before for every key in both
 (counters and histogram buckets: the run's own share); ``timeline`` holds every scrape (before, each
 ``interval_s`` during the run, after) as ``t_s`` (seconds since the first) and one aligned list of
-values per key (None where a scrape lacked it), so nothing scraped is lost. During the run the
-scraping thread only fetches the text; it is parsed after the run, off the load's critical path. A
-failed scrape is recorded as an ``error`` (a timeline point whose values are all None), never fails
-the run.
+values per key (None where a scrape lacked it). The scraping thread parses each scrape it keeps as it
+takes it (no raw text is held); on a long run the timeline is thinned (``MAX_TIMELINE_POINTS``) and a
+scrape the thinned timeline would drop is not fetched at all. A failed scrape is recorded as an
+``error`` (a timeline point whose values are all None), never fails the run.
 """
 
 from __future__ import annotations
@@ -30,9 +30,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpuplan.core.redact import redact
 
 PREFIXES = ("vllm:", "sglang:", "tgi_")
-DEFAULT_INTERVAL_S = 1.0
-"""Scrape period during a run: one second resolves a minute-long run's ramp in 60 points; the fetch
-costs the client ~1–2 ms of CPU per scrape (httpx), parsing happens after the run."""
 
 
 def _label_text(value: str) -> str:
@@ -44,14 +41,6 @@ def sample_key(name: str, labels: dict[str, str]) -> str:
     if not labels:
         return name
     return name + "{" + ",".join(f'{k}="{_label_text(v)}"' for k, v in labels.items()) + "}"
-
-
-def split_key(key: str) -> tuple[str, dict[str, str]]:
-    """The sample name and labels of a key of :func:`parse` (read back by the same parser)."""
-    for family in text_string_to_metric_families(key + " 0\n"):
-        for sample in family.samples:
-            return sample.name, dict(sample.labels)
-    raise ValueError(f"not a sample key: {key!r}")
 
 
 def parse(text: str) -> dict[str, float]:
@@ -132,7 +121,7 @@ class Scraper:
     once at :meth:`stop`, which returns ``{before, after, delta, timeline}``. Each scrape is parsed as it
     is taken (no raw text is kept) and the timeline is thinned to ``MAX_TIMELINE_POINTS``."""
 
-    def __init__(self, url: str, interval_s: float = DEFAULT_INTERVAL_S, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, interval_s: float, timeout_s: float = 5.0) -> None:
         self.url, self.interval_s, self.timeout_s = url, interval_s, timeout_s
         self._points: list[tuple[float, dict[str, Any]]] = []
         self._stop = threading.Event()
@@ -141,19 +130,18 @@ class Scraper:
         self._stride = 1
         self._taken = 0
 
-    def _take(self, *, keep: bool = True) -> None:
-        """One scrape; during the run only every ``_stride``-th is kept, and when the kept ones reach
-        twice ``MAX_TIMELINE_POINTS`` every other one (the first stays) is dropped and the stride doubles."""
-        now = time.monotonic()
-        point = (round(now - self._t0, 3), parsed(fetch(self.url, self.timeout_s)))
+    def _take(self, *, last: bool = False) -> None:
+        """One scrape: during the run only every ``_stride``-th is fetched and kept (the others cost
+        nothing), and when the kept ones reach twice ``MAX_TIMELINE_POINTS`` every other one (the first
+        stays) is dropped and the stride doubles; the ``last`` (after) scrape is always kept."""
         self._taken += 1
-        if keep and (self._taken - 1) % self._stride == 0:
-            self._points.append(point)
-        if len(self._points) >= 2 * MAX_TIMELINE_POINTS:
+        if not last and (self._taken - 1) % self._stride:
+            return
+        now = time.monotonic()
+        self._points.append((round(now - self._t0, 3), parsed(fetch(self.url, self.timeout_s))))
+        if not last and len(self._points) >= 2 * MAX_TIMELINE_POINTS:
             self._points = self._points[::2]
             self._stride *= 2
-        if not keep:
-            self._points.append(point)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -168,7 +156,7 @@ class Scraper:
     def stop(self) -> dict[str, Any]:
         self._stop.set()
         self._thread.join()
-        self._take(keep=False)  # the after scrape: always the last point
+        self._take(last=True)  # the after scrape: always the last point
         points = self._points
         out = compare(points[0][1], points[-1][1])
         out["timeline"] = timeline(points)

@@ -18,7 +18,7 @@ time_per_output_token_seconds`` is the name of its inter-token histogram before 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -106,18 +106,22 @@ def histogram_ms(samples: dict[str, list[tuple[dict[str, str], float]]], base: s
     return out | {"source": base}
 
 
-def _first(names: tuple[str, ...], present: dict[str, Any], suffix: str = "") -> str | None:
+def _first(names: tuple[str, ...], present: Collection[str], suffix: str = "") -> str | None:
     return next((n for n in names if n + suffix in present), None)
+
+
+def _sample_name(key: str) -> str:
+    """The sample name of a key ``name{labels}`` (:func:`metrics.sample_key`)."""
+    return key.split("{", 1)[0]
 
 
 def _gauge(timeline: dict[str, Any], names: tuple[str, ...], average: bool) -> dict[str, Any] | None:
     """Mean and max of a gauge over the scrapes taken during the run (not the before/after ones)."""
     series = timeline.get("series", {})
-    by_name = _by_name(dict.fromkeys(series, 0.0))
-    name = _first(names, by_name)
+    name = _first(names, {_sample_name(k) for k in series})
     if name is None:
         return None
-    keys = [k for k in series if k == name or k.startswith(name + "{")]
+    keys = [k for k in series if _sample_name(k) == name]
     points = []
     for i in range(1, len(timeline.get("t_s", ())) - 1):
         values = [series[k][i] for k in keys if series[k][i] is not None]
@@ -128,8 +132,8 @@ def _gauge(timeline: dict[str, Any], names: tuple[str, ...], average: bool) -> d
     return {"mean": sum(points) / len(points), "max": max(points), "scrapes": len(points), "source": name}
 
 
-def _client(records: Sequence[RequestRecord]) -> dict[str, Dist]:
-    ok = [r for r in records if r.ok]
+def _client(ok: Sequence[RequestRecord]) -> dict[str, Dist]:
+    """The client's latencies of the completed requests ``ok``."""
     return {
         "ttft_ms": dist([r.ttft_ms for r in ok if r.ttft_ms is not None]),
         "itl_ms": dist([g for r in ok for g in r.itl_ms]),
@@ -145,7 +149,8 @@ def side_by_side(
     if not server_metrics or "samples" not in server_metrics.get("after", {}):
         return None
     delta = _by_name(server_metrics.get("delta", {}))
-    client = _client(records)
+    ok = [r for r in records if r.ok]
+    client = _client(ok)
     latency = {}
     for key, names in HISTOGRAMS.items():
         name = _first(names, delta, "_count")
@@ -153,7 +158,6 @@ def side_by_side(
         if server is not None:
             seen = client.get(key)
             latency[key] = {"server": server, "client": seen.model_dump() if seen else None}
-    ok = [r for r in records if r.ok]
     totals = {
         "prompt_tokens": sum(r.input_tokens for r in ok),
         "generation_tokens": sum(r.output_tokens for r in ok),

@@ -38,9 +38,9 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gpuplan.adapters.bench.load.config import LoadConfig
+from gpuplan.adapters.bench.load.hf_dataset import chat_turns, load_hf
 from gpuplan.adapters.bench.load.schedule import offsets_s
 from gpuplan.adapters.bench.tokens import estimate_tokens, synthetic_prompt
 from gpuplan.core import jsontext
@@ -173,15 +173,6 @@ def load_prompts(path: str) -> list[Prompt]:
     return prompts
 
 
-def _turn(entry: Any, turn: int) -> str:
-    conversations = entry.get("conversations") if isinstance(entry, dict) else None
-    if not isinstance(conversations, list) or len(conversations) <= turn:
-        return ""
-    item = conversations[turn]
-    value = item.get("value") if isinstance(item, dict) else None
-    return value if isinstance(value, str) else ""
-
-
 def load_sharegpt(path: str, seed: int) -> list[Prompt]:
     """The prompts of a ShareGPT-format JSON file with their real output lengths (see the module doc)."""
     try:
@@ -190,10 +181,9 @@ def load_sharegpt(path: str, seed: int) -> list[Prompt]:
         raise FileFormatError(f"{path}: not JSON ({exc})") from None
     if not isinstance(data, list):
         raise FileFormatError(f"{path}: expected a JSON list of conversations, got a {type(data).__name__}")
+    turns = (chat_turns(e.get("conversations"), "from", "value") for e in data if isinstance(e, dict))
     prompts = [
-        Prompt(first, estimate_tokens(second))
-        for entry in data
-        if (first := _turn(entry, 0)).strip() and estimate_tokens(second := _turn(entry, 1)) > 0
+        Prompt(first, estimate_tokens(second)) for first, second in turns if first.strip() and second.strip()
     ]
     if not prompts:
         raise FileFormatError(
@@ -206,18 +196,21 @@ def load_sharegpt(path: str, seed: int) -> list[Prompt]:
 
 def load_hf_dataset(config: LoadConfig) -> list[Prompt]:
     """The prompts of ``--dataset-name hf`` (see :mod:`gpuplan.adapters.bench.load.hf_dataset`)."""
-    from gpuplan.adapters.bench.load.hf_dataset import load_hf
-
     assert config.dataset_path is not None
+    args = (config.hf_split, config.hf_subset, config.hf_output_len, config.output_tokens)
+    return list(_hf_prompts(config.dataset_path, config.seed, *args))
+
+
+@functools.lru_cache(maxsize=2)
+def _hf_prompts(
+    path: str, seed: int, split: str | None, subset: str | None, output_len: int | None, default_output: int
+) -> tuple[Prompt, ...]:
+    """Read once per process: a run builds its plan several times (the stored run's expected count,
+    the load itself, each level of a sweep), and a dataset is every file of it read and counted."""
     rows = load_hf(
-        config.dataset_path,
-        seed=config.seed,
-        split=config.hf_split,
-        subset=config.hf_subset,
-        output_len=config.hf_output_len,
-        default_output=config.output_tokens,
+        path, seed=seed, split=split, subset=subset, output_len=output_len, default_output=default_output
     )
-    return [Prompt(text, out) for text, out in rows]
+    return tuple(Prompt(text, out) for text, out in rows)
 
 
 def build(config: LoadConfig) -> Plan:
