@@ -96,7 +96,9 @@ def running_mock(*flags: str) -> Iterator[str]:
     )
     try:
         assert proc.stdout is not None
-        yield proc.stdout.readline().split()[-1]
+        line = proc.stdout.readline()
+        assert "listening on" in line, line
+        yield line.split()[-1]
     finally:
         proc.terminate()
         proc.wait(10)
@@ -105,7 +107,7 @@ def running_mock(*flags: str) -> Iterator[str]:
 MockServer = Callable[..., AbstractContextManager[str]]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def mock_server() -> MockServer:
     """:func:`running_mock`, for a test that starts a mock with flags of its own."""
     return running_mock

@@ -6,9 +6,8 @@ this still read back."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from gpuplan.interfaces.cli.app import app
 from gpuplan.usecases.bench_serve import serve
 from gpuplan.usecases.calibration.measured_rows import SERVE_METRICS
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 EOS_AFTER = 5
 """The mock's EOS point (``--eos-after-tokens``): a request without ignore_eos stops after this many."""
 MAX_MODEL_LEN = 2048
@@ -31,24 +29,14 @@ MODEL = "meta-llama/Llama-3.1-8B"
 """A catalog model: the mock serves any name, and calibrate can predict this one."""
 
 
-MOCK = [sys.executable, "-m", "gpuplan", "mock-server", "--port", "0", "--ttft-ms", "20", "--itl-ms", "5"]
-MOCK += ["--served-model-name", MODEL, "--served-model-name", "mock"]
+MOCK_FLAGS = ("--ttft-ms", "20", "--itl-ms", "5", "--served-model-name", MODEL, "--served-model-name", "mock")
 
 
 @pytest.fixture(scope="module")
-def mock() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [*MOCK, "--eos-after-tokens", str(EOS_AFTER), "--max-model-len", str(MAX_MODEL_LEN)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert "listening on" in line, line
-    yield line.split()[-1]
-    proc.terminate()
-    proc.wait(10)
+def mock(mock_server: Callable[..., AbstractContextManager[str]]) -> Iterator[str]:
+    flags = ("--eos-after-tokens", str(EOS_AFTER), "--max-model-len", str(MAX_MODEL_LEN))
+    with mock_server(*MOCK_FLAGS, *flags) as url:
+        yield url
 
 
 def _run(url: str, store: str, **kw: object) -> BenchSummary:

@@ -170,9 +170,8 @@ def test_an_engine_release_in_the_file_and_on_the_line_is_refused(user_error: An
     )
     bad = tmp_path / "bad.yaml"
     bad.write_text(PREDICT.read_text(encoding="utf-8") + "engine_version: newest\n", encoding="utf-8")
-    assert "engine_version" in user_error(
-        "predict", str(bad)
-    ) and "'newest' is not an engine version" in user_error("predict", str(bad))
+    line = user_error("predict", str(bad))
+    assert "engine_version" in line and "'newest' is not an engine version" in line
 
 
 @pytest.mark.parametrize(

@@ -69,6 +69,10 @@ TTFT_MAX_EXCESS_MS = 100.0
 """Most any one request's client TTFT may exceed the server's (worst seen pinned: +12 ms; unpinned on
 that loaded machine: +37 ms, a process waiting for a core)."""
 CLOCK_EPS_MS = 0.05
+"""How far below zero a client-minus-server excess may read: both sides stamp ``time.monotonic`` (one
+system clock), the server before it hands an event over and the client after it receives it, so the
+true excess is never negative; the allowance covers only the rounding of differences of two large
+timestamps, far below any real excess (+1 to +2 ms median)."""
 
 
 def _build_model(out: Path) -> None:

@@ -182,12 +182,12 @@ def test_a_checked_plan_that_misses_at_its_count_is_demoted() -> None:
         checked = confirm.check(cand, TARGET, sla, SearchSpace(), CAL)
         assert isinstance(checked, confirm.Candidate) and checked.confirmed
         assert checked.plan.layout.replicas == replicas and checked.plan.p99_source == "simulator"
-    if best.layout.replicas > 1:
-        fewer = best.layout.replicas - 1
-        cand = confirm.Candidate(confirm.on_tail_model(base, fewer, 12 / fewer, TARGET, CAL), replica, l4[0])
-        demoted = confirm.check(cand, TARGET, sla, SearchSpace(), CAL)
-        assert isinstance(demoted, confirm.Candidate) and not demoted.confirmed
-        assert (demoted.plan.layout.replicas, demoted.misses_at) == (best.layout.replicas, fewer)
+    assert best.layout.replicas > 1  # premise: one replica fewer exists and misses
+    fewer = best.layout.replicas - 1
+    cand = confirm.Candidate(confirm.on_tail_model(base, fewer, 12 / fewer, TARGET, CAL), replica, l4[0])
+    demoted = confirm.check(cand, TARGET, sla, SearchSpace(), CAL)
+    assert isinstance(demoted, confirm.Candidate) and not demoted.confirmed
+    assert (demoted.plan.layout.replicas, demoted.misses_at) == (best.layout.replicas, fewer)
 
 
 def test_mean_sized_plans_have_no_p99_source(model: ModelSpec, offers: list[GpuOffer]) -> None:

@@ -14,11 +14,11 @@ from gpuplan.adapters.bench.load import metrics
 def test_a_long_run_keeps_a_thinned_timeline_with_its_first_and_last_scrape(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    count = {"n": 0}
+    fetches = {"n": 0}
 
     def fake_fetch(url: str, timeout_s: float = 5.0) -> dict[str, Any]:
-        count["n"] += 1
-        return {"text": f"vllm:num_requests_running {count['n']}\n"}
+        fetches["n"] += 1
+        return {"text": f"vllm:num_requests_running {scraper._taken}\n"}  # the scrape's number
 
     monkeypatch.setattr(metrics, "fetch", fake_fetch)
     monkeypatch.setattr(metrics, "MAX_TIMELINE_POINTS", 4)
@@ -26,7 +26,8 @@ def test_a_long_run_keeps_a_thinned_timeline_with_its_first_and_last_scrape(
     scraper._take()  # before: the first scrape
     for _ in range(99):
         scraper._take()
-    scraper._take(keep=False)  # after
+    scraper._take(last=True)  # after
+    assert fetches["n"] < 101 / 4  # scrapes the thinned timeline drops are never fetched
     values = [p["samples"]["vllm:num_requests_running"] for _, p in scraper._points]
     assert len(values) < 2 * 4 + 1
     assert values[0] == 1 and values[-1] == 101  # the before and after scrapes stay

@@ -35,10 +35,10 @@ def test_buckets_are_kept_and_created_timestamps_and_other_prefixes_dropped() ->
     assert samples[f'{TTFT}_bucket{{le="+Inf",model_name="m"}}'] == 10.0
     assert samples['vllm:prompt_tokens_total{model_name="m"}'] == 480.0
     assert not any("_created" in k or k.startswith("process_") for k in samples)
-    assert metrics.split_key(f'{TTFT}_bucket{{le="0.1",model_name="a\\"b"}}') == (
-        f"{TTFT}_bucket",
-        {"le": "0.1", "model_name": 'a"b'},
-    )
+    # a key reads back, escaped label values included, by the same parser (server_view._by_name)
+    assert server_view._by_name({f'{TTFT}_bucket{{le="0.1",model_name="a\\"b"}}': 0.0}) == {
+        f"{TTFT}_bucket": [({"le": "0.1", "model_name": 'a"b'}, 0.0)]
+    }
 
 
 def test_unparseable_text_is_a_recorded_error_not_a_crash() -> None:
